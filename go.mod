@@ -1,0 +1,10 @@
+module github.com/onnxrl/sampler
+
+go 1.26.8
+
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/yalue/onnxruntime_go v1.27.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+)
