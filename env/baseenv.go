@@ -1,0 +1,93 @@
+package env
+
+// EnvID identifies a sub-environment of a BaseEnv: 0..n-1 for the adapters of this package.
+type EnvID = int
+
+// AgentObs is one ready agent reported by BaseEnv.Poll or BaseEnv.TryReset.
+type AgentObs struct {
+	Env   EnvID
+	Agent AgentID
+	// Obs is the observation in the raw layout of the agent's observation space. It may point
+	// into the BaseEnv's own buffers: it stays valid until the next Poll, SendActions or
+	// TryReset on the same BaseEnv.
+	Obs []float32
+	// Reward is the reward since the agent's last action (0 on the first observation of an
+	// episode).
+	Reward     float64
+	Terminated bool
+	Truncated  bool
+	Info       Info
+	// OffPolicyAction is the action the environment itself took for this agent on its last
+	// step (ExternalEnv's log_action), in the raw layout of the action space, or nil when the
+	// policy's action was used.
+	OffPolicyAction []float32
+}
+
+// EnvStatus reports the state of one sub-environment in a Poll or TryReset result.
+type EnvStatus struct {
+	Env EnvID
+	// Terminated and Truncated are the episode-wide flags ("__all__"): the episode of this
+	// sub-environment is over and it needs TryReset before it acts again.
+	Terminated bool
+	Truncated  bool
+	// Reset is set when the agents reported for this sub-environment carry the first
+	// observations of a new episode.
+	Reset bool
+	// Err is set when the sub-environment failed (an error or a panic in its step or reset)
+	// and was restarted (restart_failed_sub_environments): the episode that was running is
+	// faulty and should be discarded; the sub-environment needs TryReset.
+	Err error
+}
+
+// Batch holds the result of one Poll (or TryReset): the ready agents and the status of each
+// sub-environment that reported. The caller owns it and reuses it from step to step; BaseEnv
+// implementations only append to it.
+type Batch struct {
+	Agents []AgentObs
+	Envs   []EnvStatus
+}
+
+// Clear empties b, keeping its storage.
+func (b *Batch) Clear() {
+	clear(b.Agents) // drop references to observation buffers and infos
+	b.Agents = b.Agents[:0]
+	clear(b.Envs)
+	b.Envs = b.Envs[:0]
+}
+
+// Action is the action for one polled agent, in the raw layout of its action space. The slice
+// is read during SendActions only.
+type Action struct {
+	Env    EnvID
+	Agent  AgentID
+	Action []float32
+}
+
+// BaseEnv is the interface the sampling loop drives, with the semantics of RLlib's BaseEnv.
+//
+// Poll appends to dst every agent that is ready since the last Poll, and a status entry for
+// each sub-environment that reported. SendActions must then be called with actions for exactly
+// the agents that were polled and are not done (agents whose episode ended need none).
+// TryReset resets a sub-environment whose episode ended; a synchronous reset appends the first
+// observations to dst and returns async=false, an asynchronous one returns async=true and the
+// observations arrive through a later Poll. Stop releases the environments.
+//
+// A BaseEnv is owned by one goroutine (the runner's); implementations may use goroutines
+// inside.
+type BaseEnv interface {
+	Poll(dst *Batch) error
+	SendActions(actions []Action) error
+	TryReset(env EnvID, seed Seed, dst *Batch) (async bool, err error)
+	Stop() error
+}
+
+// SubEnvironmentser is implemented by a BaseEnv that can hand out its sub-environments (RLlib's
+// get_sub_environments).
+type SubEnvironmentser interface {
+	SubEnvironments() []any
+}
+
+// TryRenderer is implemented by a BaseEnv that can render one of its sub-environments.
+type TryRenderer interface {
+	TryRender(env EnvID) (any, error)
+}
