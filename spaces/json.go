@@ -189,14 +189,21 @@ func parseObject(raw json.RawMessage, path string) ([]field, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fieldErr(path, "invalid JSON: %v", err)
 		}
-		for _, f := range fields {
-			if f.key == key {
-				return nil, fieldErr(path, "duplicate key %q", key)
-			}
-		}
 		fields = append(fields, field{key, v})
 	}
 	return fields, nil
+}
+
+// duplicate returns an error for the first key that appears twice in fields.
+func duplicate(fields []field, path string) error {
+	seen := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		if seen[f.key] {
+			return fieldErr(path, "duplicate key %q", f.key)
+		}
+		seen[f.key] = true
+	}
+	return nil
 }
 
 func lookup(fields []field, key string) (json.RawMessage, bool) {
@@ -251,14 +258,20 @@ func decode(raw json.RawMessage, path string, depth int) (Space, error) {
 	if path == "" {
 		path = typ
 	}
+	if err := duplicate(fields, path); err != nil {
+		return nil, err
+	}
 	for _, f := range fields {
 		known := false
 		for _, a := range allowed {
 			known = known || f.key == a
 		}
 		if !known {
-			return nil, fieldErr(join(path, strconv.Quote(f.key)), "unknown field for %s", typ)
+			return nil, fieldErr(join(path, f.key), "unknown field for %s", typ)
 		}
+	}
+	if (typ == "Dict" || typ == "Tuple") && depth >= MaxDepth {
+		return nil, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
 	}
 	required := func(key string) (json.RawMessage, error) {
 		v, ok := lookup(fields, key)
@@ -321,6 +334,9 @@ func decode(raw json.RawMessage, path string, depth int) (Space, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := duplicate(children, sp); err != nil {
+			return nil, err
+		}
 		m := make(map[string]Space, len(children))
 		for _, c := range children {
 			s, err := decode(c.val, sp+"["+strconv.Quote(c.key)+"]", depth+1)
@@ -337,7 +353,7 @@ func decode(raw json.RawMessage, path string, depth int) (Space, error) {
 		}
 		sp := join(path, "spaces")
 		var children []json.RawMessage
-		if err := json.Unmarshal(sraw, &children); err != nil {
+		if err := json.Unmarshal(sraw, &children); err != nil || children == nil {
 			return nil, fieldErr(sp, "must be an array, got %s", excerpt(sraw))
 		}
 		t := &Tuple{Spaces: make([]Space, 0, len(children))}
@@ -513,7 +529,8 @@ func parseBound(raw json.RawMessage, path string) (vals []float32, shape []int, 
 func boundValue(v any, path string) (float32, error) {
 	switch v := v.(type) {
 	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
+		// Rounded once, straight to float32, so that MarshalJSON's shortest form round-trips.
+		f, err := strconv.ParseFloat(string(v), 32)
 		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, fieldErr(path, "invalid number %s", v)
 		}
