@@ -1,0 +1,46 @@
+# The sampler's build. `make run` and `make test` work on a fresh clone (Go, gcc and npm needed;
+# the ONNX Runtime library is fetched from the npm registry and checked against pinned digests).
+
+GO ?= go
+BENCHTIME ?= 1s
+# Packages whose benchmarks `make bench` runs.
+BENCH_PKGS ?= ./...
+
+.PHONY: all build run test vet race bench onnxruntime models fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/sample ./cmd/sample
+
+onnxruntime:
+	bash scripts/install-onnxruntime.sh
+
+# The main job: for now, inspect the bundled CartPole policy and run it once.
+run: onnxruntime build
+	./bin/sample version
+	./bin/sample inspect cartpole_mlp
+	./bin/sample infer --model cartpole_mlp --input cmd/sample/testdata/cartpole_obs.json
+
+vet:
+	$(GO) vet ./...
+
+test: onnxruntime vet
+	$(GO) test -race -count=1 ./...
+
+bench: onnxruntime
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)
+
+# Short fuzzing sessions of every fuzz target (the seeds also run in `make test`).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./spaces/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadBytes$$' -fuzztime $(FUZZTIME) ./inference/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/
+
+# Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
+models:
+	bash models/export/run.sh
+
+clean:
+	rm -rf bin

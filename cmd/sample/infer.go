@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"github.com/onnxrl/sampler/inference"
+)
+
+// maxInputFile bounds the size of an infer input file.
+const maxInputFile = 256 << 20
+
+type inferInput struct {
+	Inputs map[string]tensorJSON `json:"inputs"`
+}
+
+type tensorJSON struct {
+	Shape []int64     `json:"shape"`
+	Data  []jsonFloat `json:"data"`
+}
+
+// jsonFloat is a number that may also be written "nan", "inf" or "-inf" (JSON has none of them).
+type jsonFloat float64
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		switch s {
+		case "nan", "NaN":
+			*f = jsonFloat(math.NaN())
+		case "inf", "+inf", "Infinity":
+			*f = jsonFloat(math.Inf(1))
+		case "-inf", "-Infinity":
+			*f = jsonFloat(math.Inf(-1))
+		default:
+			return fmt.Errorf("%q is not a number", s)
+		}
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("%s is not a number", b)
+	}
+	*f = jsonFloat(v)
+	return nil
+}
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"nan"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-inf"`), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+func runInfer(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("infer", "--model MODEL --input FILE [--device cpu|cuda:0]", stderr)
+	model := fs.String("model", "", "model: a path to an .onnx file or a bundled model name (required)")
+	input := fs.String("input", "", `JSON file {"inputs": {"<name>": {"shape": [...], "data": [...]}}}, or - for stdin (required)`)
+	device := fs.String("device", "cpu", "execution provider: cpu, cuda[:id] or tensorrt[:id]")
+	threads := fs.Int("threads", 0, "intra-op threads (0: the runtime's default)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *model == "" || *input == "" {
+		return usagef("--model and --input are required")
+	}
+	if _, err := inference.ParseDevice(*device); err != nil {
+		return &usageError{err.Error()}
+	}
+	in, err := readInferInput(*input)
+	if err != nil {
+		return err
+	}
+	p, err := loadPolicy(*model)
+	if err != nil {
+		return err
+	}
+	capacity := 1
+	for _, t := range in.Inputs {
+		for _, d := range t.Shape {
+			if d > int64(capacity) && d <= 1<<20 {
+				capacity = int(d)
+			}
+		}
+	}
+	sess, err := inference.NewSession(p.Model, inference.Options{Device: *device, Capacity: capacity, IntraOpThreads: *threads})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	data := make(map[string]inference.Data, len(in.Inputs))
+	for name, t := range in.Inputs {
+		vals := make([]float64, len(t.Data))
+		for i, v := range t.Data {
+			vals[i] = float64(v)
+		}
+		data[name] = inference.Data{Shape: t.Shape, Values: vals}
+	}
+	outs, err := sess.Infer(data)
+	if err != nil {
+		return err
+	}
+	res := struct {
+		Outputs map[string]tensorJSON `json:"outputs"`
+	}{Outputs: map[string]tensorJSON{}}
+	for name, d := range outs {
+		vals := make([]jsonFloat, len(d.Values))
+		t, _ := sess.Output(name)
+		for i, v := range d.Values {
+			if t.Info.ElemType == inference.ElemFloat32 {
+				// Print the shortest decimal that reads back as the same float32.
+				v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', -1, 32), 64)
+			}
+			vals[i] = jsonFloat(v)
+		}
+		res.Outputs[name] = tensorJSON{Shape: d.Shape, Data: vals}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+func readInferInput(path string) (*inferInput, error) {
+	var r io.Reader
+	if path == "-" {
+		r = os.Stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("input: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, maxInputFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("input %s: %w", path, err)
+	}
+	if len(raw) > maxInputFile {
+		return nil, fmt.Errorf("input %s: larger than %d bytes", path, maxInputFile)
+	}
+	return parseInferInput(path, raw)
+}
+
+func parseInferInput(path string, raw []byte) (*inferInput, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var in inferInput
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("input %s: invalid JSON: %v", path, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("input %s: invalid JSON: data after the top-level object", path)
+	}
+	if len(in.Inputs) == 0 {
+		return nil, fmt.Errorf(`input %s: no inputs; want {"inputs": {"<name>": {"shape": [...], "data": [...]}}}`, path)
+	}
+	for name, t := range in.Inputs {
+		n := int64(1)
+		for _, d := range t.Shape {
+			if d < 0 || d > 1<<31 {
+				return nil, fmt.Errorf("input %s: %q: invalid dimension %d in shape %v", path, name, d, t.Shape)
+			}
+			n *= d
+			if n > 1<<31 {
+				return nil, fmt.Errorf("input %s: %q: shape %v is too large", path, name, t.Shape)
+			}
+		}
+		if int64(len(t.Data)) != n {
+			return nil, fmt.Errorf("input %s: %q: shape %v holds %d values, but data has %d", path, name, t.Shape, n, len(t.Data))
+		}
+	}
+	return &in, nil
+}

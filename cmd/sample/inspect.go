@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
+)
+
+// loadPolicy loads a model by path, or by bundled name when no such file exists.
+func loadPolicy(name string) (*models.Policy, error) {
+	if name == "" {
+		return nil, usagef("no model given")
+	}
+	_, statErr := os.Stat(name)
+	if statErr != nil && errors.Is(statErr, fs.ErrNotExist) && !strings.ContainsRune(name, os.PathSeparator) {
+		if p, err := models.Bundled(name); err == nil {
+			return p, nil
+		} else if !errors.Is(err, models.ErrUnknownBundled) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("model %q: no such file, and no bundled model of that name (bundled: %s)", name, strings.Join(models.BundledNames(), ", "))
+	}
+	return models.Load(name)
+}
+
+type inspectJSON struct {
+	Model     string            `json:"model"`
+	Producer  string            `json:"producer"`
+	IRVersion int64             `json:"ir_version"`
+	Opsets    map[string]int64  `json:"opsets"`
+	Inputs    []valueJSON       `json:"inputs"`
+	Outputs   []valueJSON       `json:"outputs"`
+	Metadata  map[string]string `json:"metadata"`
+	Spec      *models.Spec      `json:"policy_spec"`
+	Source    string            `json:"policy_spec_source"`
+	Decisions []decisionJSON    `json:"decisions"`
+}
+
+type valueJSON struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Shape    []int64  `json:"shape"`
+	DimNames []string `json:"dim_names"`
+	Dynamic  []int    `json:"dynamic_axes"`
+}
+
+type decisionJSON struct {
+	Role   string `json:"role"`
+	Value  string `json:"value"`
+	Reason string `json:"reason"`
+}
+
+func runInspect(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("inspect", "[--json] MODEL | --list", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	list := fs.Bool("list", false, "list the bundled models")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if *list {
+		for _, n := range models.BundledNames() {
+			fmt.Fprintln(stdout, n)
+		}
+		return nil
+	}
+	if len(pos) != 1 {
+		return usagef("want exactly one MODEL (a path to an .onnx file or a bundled model name), got %d arguments", len(pos))
+	}
+	p, err := loadPolicy(pos[0])
+	if err != nil {
+		return err
+	}
+	m := p.Model
+	out := inspectJSON{Model: m.Path, Producer: strings.TrimSpace(m.ProducerName + " " + m.ProducerVersion),
+		IRVersion: m.IRVersion, Opsets: m.Opsets, Metadata: m.Metadata, Spec: &p.Spec, Source: p.Source}
+	for _, v := range m.Inputs {
+		out.Inputs = append(out.Inputs, toValueJSON(v))
+	}
+	for _, v := range m.Outputs {
+		out.Outputs = append(out.Outputs, toValueJSON(v))
+	}
+	for _, d := range p.Decisions {
+		out.Decisions = append(out.Decisions, decisionJSON(d))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	w := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(w, "model\t%s\n", m.Path)
+	fmt.Fprintf(w, "producer\t%s (IR version %d, opsets %s)\n", out.Producer, m.IRVersion, formatOpsets(m.Opsets))
+	fmt.Fprintf(w, "\ninputs\ttype\tshape\tdynamic axes\n")
+	for _, v := range m.Inputs {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", v.Name, v.ElemType, v.ShapeString(), dynamicAxes(v))
+	}
+	fmt.Fprintf(w, "\noutputs\ttype\tshape\tdynamic axes\n")
+	for _, v := range m.Outputs {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", v.Name, v.ElemType, v.ShapeString(), dynamicAxes(v))
+	}
+	fmt.Fprintf(w, "\nmetadata\t\n")
+	if len(m.MetadataKeys) == 0 {
+		fmt.Fprintf(w, "  (none)\t\n")
+	}
+	for _, k := range m.MetadataKeys {
+		v := m.Metadata[k]
+		if len(v) > 80 {
+			v = v[:77] + "..."
+		}
+		fmt.Fprintf(w, "  %s\t%s\n", k, oneLine(v))
+	}
+	w.Flush()
+	fmt.Fprintf(stdout, "\npolicy spec (explicit part from: %s)\n", p.Source)
+	for _, d := range p.Decisions {
+		v := d.Value
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(stdout, "  %-18s %s\n  %-18s   (%s)\n", d.Role, v, "", d.Reason)
+	}
+	return nil
+}
+
+func toValueJSON(v inference.ValueInfo) valueJSON {
+	j := valueJSON{Name: v.Name, Type: v.ElemType.String(), Shape: v.Shape, DimNames: v.DimNames, Dynamic: []int{}}
+	for i := range v.Shape {
+		if v.Dynamic(i) {
+			j.Dynamic = append(j.Dynamic, i)
+		}
+	}
+	return j
+}
+
+func dynamicAxes(v inference.ValueInfo) string {
+	var parts []string
+	for i := range v.Shape {
+		if !v.Dynamic(i) {
+			continue
+		}
+		if v.DimNames[i] != "" {
+			parts = append(parts, fmt.Sprintf("%d (%s)", i, v.DimNames[i]))
+		} else {
+			parts = append(parts, fmt.Sprint(i))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatOpsets(o map[string]int64) string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := k
+		if name == "" {
+			name = "ai.onnx"
+		}
+		parts[i] = fmt.Sprintf("%s %d", name, o[k])
+	}
+	return strings.Join(parts, ", ")
+}

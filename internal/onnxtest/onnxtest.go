@@ -1,0 +1,115 @@
+// Package onnxtest builds tiny ONNX models in memory for tests: a graph of single-operator
+// nodes with typed inputs and outputs, serialized straight to the protobuf wire format.
+package onnxtest
+
+import "encoding/binary"
+
+// Element types (onnx.TensorProto.DataType).
+const (
+	Float32 = 1
+	Int32   = 6
+	Int64   = 7
+	Bool    = 9
+	Float64 = 11
+	String  = 8
+)
+
+// Value is a graph input or output. Dims holds fixed sizes; a negative entry is dynamic and
+// takes its symbolic name from Names (same index), "" for an unnamed dynamic dimension.
+type Value struct {
+	Name     string
+	ElemType int
+	Dims     []int64
+	Names    []string
+}
+
+// Node is one operator: op_type with its inputs and outputs.
+type Node struct {
+	Op      string
+	Inputs  []string
+	Outputs []string
+}
+
+// Model is a whole model.
+type Model struct {
+	Inputs, Outputs []Value
+	Nodes           []Node
+	Metadata        [][2]string
+	Opset           int64 // 0: 17
+}
+
+// Bytes serializes the model.
+func (m Model) Bytes() []byte {
+	var graph []byte
+	for _, n := range m.Nodes {
+		var nb []byte
+		for _, in := range n.Inputs {
+			nb = str(nb, 1, in)
+		}
+		for _, out := range n.Outputs {
+			nb = str(nb, 2, out)
+		}
+		nb = str(nb, 4, n.Op)
+		graph = msg(graph, 1, nb)
+	}
+	graph = str(graph, 2, "test")
+	for _, v := range m.Inputs {
+		graph = msg(graph, 11, valueInfo(v))
+	}
+	for _, v := range m.Outputs {
+		graph = msg(graph, 12, valueInfo(v))
+	}
+	opset := m.Opset
+	if opset == 0 {
+		opset = 17
+	}
+	var b []byte
+	b = varint(b, 1, 8) // ir_version
+	b = str(b, 2, "onnxtest")
+	b = msg(b, 7, graph)
+	var os []byte
+	os = str(os, 1, "")
+	os = varint(os, 2, uint64(opset))
+	b = msg(b, 8, os)
+	for _, kv := range m.Metadata {
+		var e []byte
+		e = str(e, 1, kv[0])
+		e = str(e, 2, kv[1])
+		b = msg(b, 14, e)
+	}
+	return b
+}
+
+func valueInfo(v Value) []byte {
+	var shape []byte
+	for i, d := range v.Dims {
+		var dim []byte
+		if d >= 0 {
+			dim = varint(dim, 1, uint64(d))
+		} else if i < len(v.Names) && v.Names[i] != "" {
+			dim = str(dim, 2, v.Names[i])
+		}
+		shape = msg(shape, 1, dim)
+	}
+	var tt []byte
+	tt = varint(tt, 1, uint64(v.ElemType))
+	tt = msg(tt, 2, shape)
+	var typ []byte
+	typ = msg(typ, 1, tt)
+	var vi []byte
+	vi = str(vi, 1, v.Name)
+	return msg(vi, 2, typ)
+}
+
+func key(b []byte, num, wire int) []byte { return binary.AppendUvarint(b, uint64(num)<<3|uint64(wire)) }
+
+func varint(b []byte, num int, v uint64) []byte {
+	return binary.AppendUvarint(key(b, num, 0), v)
+}
+
+func msg(b []byte, num int, data []byte) []byte {
+	b = binary.AppendUvarint(key(b, num, 2), uint64(len(data)))
+	return append(b, data...)
+}
+
+func str(b []byte, num int, s string) []byte { return msg(b, num, []byte(s)) }

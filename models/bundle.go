@@ -1,0 +1,106 @@
+package models
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/onnxrl/sampler/inference"
+)
+
+// The bundled models and their sidecar specs, compiled into the binary so the CLI works from
+// any directory.
+//
+//go:embed *.onnx *.policy.json
+var bundled embed.FS
+
+// BundledNames lists the bundled models by name (the file name without .onnx), sorted.
+func BundledNames() []string {
+	entries, _ := fs.Glob(bundled, "*.onnx")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e, ".onnx"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ErrUnknownBundled is wrapped by Bundled for a name that is not bundled.
+var ErrUnknownBundled = errors.New("models: no such bundled model")
+
+// Bundled loads the bundled model name (see BundledNames) with its spec.
+func Bundled(name string) (*Policy, error) {
+	name = strings.TrimSuffix(name, ".onnx")
+	data, err := bundled.ReadFile(name + ".onnx")
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (bundled: %s)", ErrUnknownBundled, name, strings.Join(BundledNames(), ", "))
+	}
+	m, err := inference.LoadBytes("bundled:"+name, data)
+	if err != nil {
+		return nil, err
+	}
+	var spec *Spec
+	source := "none"
+	if sc, err := bundled.ReadFile(name + ".policy.json"); err == nil {
+		source = "bundled:" + name + ".policy.json"
+		if spec, err = ParseSpec(source, sc); err != nil {
+			return nil, err
+		}
+	}
+	return resolveWithMetadata(m, spec, source)
+}
+
+// SidecarPath returns the sidecar spec path for a model path: x.onnx -> x.policy.json.
+func SidecarPath(modelPath string) string {
+	return strings.TrimSuffix(modelPath, path.Ext(modelPath)) + ".policy.json"
+}
+
+// Load loads the ONNX model at modelPath and resolves its spec: the sidecar
+// <model>.policy.json if it exists, else the "onnxrl.policy" metadata, else auto-detection
+// (see Resolve).
+func Load(modelPath string) (*Policy, error) {
+	m, err := inference.LoadFile(modelPath)
+	if err != nil {
+		return nil, err
+	}
+	return LoadModel(m, SidecarPath(modelPath))
+}
+
+// LoadModel resolves the spec of an already loaded model, reading the sidecar at sidecarPath
+// when it exists ("" for none).
+func LoadModel(m *inference.Model, sidecarPath string) (*Policy, error) {
+	var spec *Spec
+	source := "none"
+	if sidecarPath != "" {
+		data, err := os.ReadFile(sidecarPath)
+		switch {
+		case err == nil:
+			source = sidecarPath
+			if spec, err = ParseSpec(source, data); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, &SpecError{Source: sidecarPath, Err: err}
+		}
+	}
+	return resolveWithMetadata(m, spec, source)
+}
+
+// resolveWithMetadata falls back to the metadata spec when there is no sidecar.
+func resolveWithMetadata(m *inference.Model, spec *Spec, source string) (*Policy, error) {
+	if spec == nil {
+		if js, ok := m.Metadata[MetadataKey]; ok {
+			source = "metadata " + MetadataKey
+			var err error
+			if spec, err = ParseSpec(source, []byte(js)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return Resolve(m, spec, source)
+}
