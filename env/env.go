@@ -10,6 +10,67 @@
 // []float32 of length Space.Size(). A Discrete value is one float32 holding the value itself;
 // Box values are row-major. Environments write observations into slices owned by the caller,
 // so stepping allocates nothing.
+//
+// # Driving a BaseEnv
+//
+// A sampler turns whatever it is given into a BaseEnv: NewBaseEnv (Env makers, one agent
+// DefaultAgentID per sub-environment), NewMultiAgentBaseEnv (MultiAgentEnv makers),
+// NewVectorBaseEnv (a VectorEnv, e.g. from NewVectorEnv), ToBaseEnv (any of these, as RLlib's
+// convert_to_base_env), or NewRemoteVectorEnv (each sub-environment on its own goroutine).
+// BaseEnvOptions sets NumEnvs, the Seed (sub-environment i is seeded with Seed+i on its first
+// reset) and RestartFailedSubEnvironments. One goroutine then loops:
+//
+//	batch.Clear()
+//	err := b.Poll(&batch)                 // first Poll: every sub-env's reset (EnvStatus.Reset)
+//	for _, a := range batch.Agents { ... } // act for each agent that is not Terminated/Truncated
+//	for _, st := range batch.Envs {        // episode over (__all__) or failed (st.Err): reset it
+//		async, err := b.TryReset(st.Env, env.Seed{}, &resets) // sync: first obs appended to resets,
+//	}                                                         // they need actions too
+//	err = b.SendActions(actions)          // exactly one action per ready agent
+//
+// SendActions checks the actions before stepping anything: a missing, duplicate or extra
+// action, or one for an unknown sub-environment or agent, is an error wrapping ErrBadActions
+// that names the env id and agent; an action outside the agent's action space is an
+// *ActionError; an action for a sub-environment whose episode ended is ErrNeedsReset. The
+// synchronous adapters step inside SendActions and the next Poll reports the results; the
+// RemoteVectorEnv starts the steps and Poll collects the ones that are ready.
+//
+// # Buffers and lifetimes
+//
+// The caller owns the Batch and reuses it: Poll and TryReset only append to it, and Clear
+// keeps its storage, so the steady state allocates nothing. AgentObs.Obs points into
+// buffers owned by the BaseEnv (one per sub-environment and agent, or one row of a
+// VectorEnv's observation buffer); it stays valid until the next Poll, SendActions or
+// TryReset on the same BaseEnv, so copy it (for instance into a batch tensor) before then.
+// Info maps are the environment's and are not copied. Action slices given to SendActions are
+// read during the call only (RemoteVectorEnv copies them).
+//
+// # VectorEnv and autoreset
+//
+// A VectorEnv does not autoreset: a sub-environment whose episode ended keeps its final
+// observation until ResetAt, and Step fails with ErrNeedsReset (naming the index) until
+// then. The adapter from VectorEnv to BaseEnv therefore needs every ended sub-environment to
+// be reset with TryReset before the next SendActions, as RLlib's sampler does.
+//
+// # Faults
+//
+// An error or panic in a sub-environment's Reset or Step never crashes the process (a panic
+// becomes a *PanicError). With RestartFailedSubEnvironments the sub-environment is recreated
+// from its maker, reported once as EnvStatus{Env: i, Err: err} with no agents (the episode is
+// faulty), and waits for TryReset; without it the call that ran it returns a *SubEnvError
+// naming the sub-environment and the operation.
+//
+// # Test environments
+//
+// RandomEnv and RandomMultiAgentEnv (registered as "RandomEnv" and "RandomMultiAgentEnv")
+// sample observations from configurable spaces and inject failures. Their registry config
+// keys: observation_space and action_space (spaces JSON, as a string or a decoded JSON
+// object; defaults Box(-1, 1, (4,)) and Discrete(2)), episode_len (fixed) or
+// min_episode_len/max_episode_len (random per episode; default 10), p_terminated, reward
+// (default 0), reward_is_step (reward = step number in the episode), step_delay ("5ms" or
+// seconds), p_error and p_panic (per step), fail_at_step and fail_at_reset (the k-th call of
+// an instance fails), fail_by_panic, seed; RandomMultiAgentEnv adds num_agents (default 2)
+// and join_every (agent i joins at step i*join_every). See RandomEnvConfig.
 package env
 
 import (

@@ -37,3 +37,26 @@ func (e *SubEnvError) Error() string {
 }
 
 func (e *SubEnvError) Unwrap() error { return e.Err }
+
+// ErrBadActions is wrapped by the error SendActions returns when the actions do not match the
+// agents that were polled: an action is missing, duplicated, or names a sub-environment or an
+// agent that is not waiting for one. The message names the env id and the agent.
+var ErrBadActions = errors.New("env: actions do not match the polled agents")
+
+// PanicError is the error a sub-environment's panic is turned into: the BaseEnv adapters and
+// NewVectorEnv recover from a panicking Reset or Step and report it as an error (wrapped in a
+// *SubEnvError), so that a faulty environment never crashes the process.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack (runtime/debug.Stack)
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("env: panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}

@@ -25,3 +25,11 @@ type VectorEnv interface {
 	// SubEnvironments returns the sub-environments (RLlib's get_sub_environments).
 	SubEnvironments() []any
 }
+
+// Restarter is implemented by a VectorEnv that can recreate one of its sub-environments
+// (RLlib's VectorEnv.restart_at). The adapter from VectorEnv to BaseEnv uses it for
+// BaseEnvOptions.RestartFailedSubEnvironments. The recreated sub-environment needs ResetAt
+// before it steps.
+type Restarter interface {
+	RestartAt(i int) error
+}

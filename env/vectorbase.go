@@ -1,0 +1,277 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/onnxrl/sampler/spaces"
+)
+
+// vectorBaseEnv is the adapter from VectorEnv to BaseEnv (RLlib's VectorEnvWrapper).
+type vectorBaseEnv struct {
+	v          VectorEnv
+	n          int
+	obsN, actN int
+	obs, act   []float32
+	res        []StepResult
+	actSpace   spaces.Space
+	restarter  Restarter // nil when v cannot restart sub-environments
+	opts       BaseEnvOptions
+
+	tbl        table
+	restarts   []int
+	instResets []int
+	wasReset   []bool
+	ready      []int
+	faults     []EnvStatus
+	errs       []error
+	subErrs    []*SubEnvError
+	started    bool
+	stopped    bool
+}
+
+// NewVectorBaseEnv returns a BaseEnv over the sub-environments of v, each reporting one agent,
+// DefaultAgentID. opts.NumEnvs must be 0 or v.NumEnvs().
+//
+// A VectorEnv steps all its sub-environments together, so SendActions needs an action for
+// every sub-environment: one whose episode ended must be reset with TryReset first (otherwise
+// SendActions returns ErrNeedsReset naming it, and steps nothing). Observations are rows of
+// one buffer owned by the adapter. RestartFailedSubEnvironments needs a VectorEnv that
+// implements Restarter (as NewVectorEnv's does); otherwise failures are returned as errors.
+// A sub-environment failure is recognised by a *SubEnvError from ResetAt or Step (several
+// joined with errors.Join); any other error of Step fails every sub-environment.
+func NewVectorBaseEnv(v VectorEnv, opts BaseEnvOptions) (BaseEnv, error) {
+	if v == nil {
+		return nil, errors.New("env: NewVectorBaseEnv: nil VectorEnv")
+	}
+	n := v.NumEnvs()
+	if n <= 0 {
+		return nil, fmt.Errorf("env: NewVectorBaseEnv: the VectorEnv has %d sub-environments", n)
+	}
+	if opts.NumEnvs != 0 && opts.NumEnvs != n {
+		return nil, fmt.Errorf("env: NewVectorBaseEnv: NumEnvs is %d but the VectorEnv has %d sub-environments", opts.NumEnvs, n)
+	}
+	opts.NumEnvs = n
+	b := &vectorBaseEnv{v: v, n: n, actSpace: v.ActionSpace(), opts: opts, tbl: newTable(n),
+		restarts: newSlice[int](n), instResets: newSlice[int](n), wasReset: newSlice[bool](n),
+		res: newSlice[StepResult](n)}
+	b.obsN, b.actN = v.ObservationSpace().Size(), b.actSpace.Size()
+	b.obs, b.act = newSlice[float32](n*b.obsN), newSlice[float32](n*b.actN)
+	b.restarter, _ = v.(Restarter)
+	for i := range n {
+		b.tbl.sets[i].exp = []expect{{id: DefaultAgentID, space: b.actSpace}}
+	}
+	return b, nil
+}
+
+func (b *vectorBaseEnv) row(i int) []float32 { return b.obs[i*b.obsN : (i+1)*b.obsN] }
+
+func safeVecReset(v VectorEnv, i int, seed Seed, obs []float32) (info Info, err error) {
+	defer recoverTo(&err)
+	return v.ResetAt(i, seed, obs)
+}
+
+func safeVecStep(v VectorEnv, act, obs []float32, res []StepResult) (err error) {
+	defer recoverTo(&err)
+	return v.Step(act, obs, res)
+}
+
+// fail handles the failure of sub-environment i: restart and report it, or return it.
+func (b *vectorBaseEnv) fail(i int, op string, err error) error {
+	se, ok := err.(*SubEnvError)
+	if !ok || se.Env != i {
+		se = &SubEnvError{Env: i, Op: op, Err: err}
+	}
+	b.tbl.sets[i].state = stFailed
+	if !b.opts.RestartFailedSubEnvironments || b.restarter == nil {
+		return se
+	}
+	if rerr := b.restarter.RestartAt(i); rerr != nil {
+		return &SubEnvError{Env: i, Op: "restart", Err: fmt.Errorf("recreating after %s failed (%v): %w", op, err, rerr)}
+	}
+	b.restarts[i]++
+	b.instResets[i] = 0
+	b.faults = append(b.faults, EnvStatus{Env: i, Err: se})
+	return nil
+}
+
+func (b *vectorBaseEnv) resetOne(i int, seed Seed) error {
+	if !seed.Set && b.opts.Seed.Set && b.instResets[i] == 0 {
+		seed = WithSeed(b.opts.Seed.Value + uint64(i) + uint64(b.restarts[i])*uint64(b.n))
+	}
+	info, err := safeVecReset(b.v, i, seed, b.row(i))
+	if err != nil {
+		return b.fail(i, "reset", err)
+	}
+	b.instResets[i]++
+	b.res[i] = StepResult{Info: info}
+	b.wasReset[i] = true
+	b.tbl.sets[i].state = stReady
+	return nil
+}
+
+func (b *vectorBaseEnv) report(i int, dst *Batch) {
+	r := &b.res[i]
+	dst.Envs = append(dst.Envs, EnvStatus{Env: i, Terminated: r.Terminated, Truncated: r.Truncated, Reset: b.wasReset[i]})
+	dst.Agents = append(dst.Agents, AgentObs{Env: i, Agent: DefaultAgentID, Obs: b.row(i), Reward: r.Reward,
+		Terminated: r.Terminated, Truncated: r.Truncated, Info: r.Info})
+	if r.Terminated || r.Truncated {
+		b.tbl.sets[i].state = stEnded
+	} else {
+		b.tbl.setAwaiting(i)
+	}
+}
+
+func (b *vectorBaseEnv) joinErrs() error {
+	var err error
+	switch len(b.errs) {
+	case 0:
+	case 1:
+		err = b.errs[0]
+	default:
+		err = errors.Join(b.errs...)
+	}
+	clear(b.errs)
+	b.errs = b.errs[:0]
+	return err
+}
+
+func (b *vectorBaseEnv) Poll(dst *Batch) error {
+	if b.stopped {
+		return ErrStopped
+	}
+	if !b.started {
+		b.started = true
+		for i := range b.n {
+			if b.tbl.sets[i].state == stNew {
+				if err := b.resetOne(i, Seed{}); err != nil {
+					b.errs = append(b.errs, err)
+				} else {
+					b.ready = append(b.ready, i)
+				}
+			}
+		}
+	}
+	dst.Envs = append(dst.Envs, b.faults...)
+	clear(b.faults)
+	b.faults = b.faults[:0]
+	for _, i := range b.ready {
+		if b.tbl.sets[i].state == stReady {
+			b.report(i, dst)
+		}
+	}
+	b.ready = b.ready[:0]
+	return b.joinErrs()
+}
+
+func (b *vectorBaseEnv) SendActions(actions []Action) error {
+	if b.stopped {
+		return ErrStopped
+	}
+	if err := b.tbl.match(actions); err != nil {
+		return err
+	}
+	for i := range b.n {
+		switch b.tbl.sets[i].state {
+		case stAwaiting:
+		case stEnded, stFailed:
+			b.tbl.clearGot()
+			return fmt.Errorf("env: sub-environment %d must be reset with TryReset before SendActions (a VectorEnv steps all its sub-environments together): %w", i, ErrNeedsReset)
+		default:
+			b.tbl.clearGot()
+			return fmt.Errorf("%w: sub-environment %d has results that were not polled yet", ErrBadActions, i)
+		}
+	}
+	for _, i := range b.tbl.await {
+		set := &b.tbl.sets[i]
+		set.listed = false
+		copy(b.act[i*b.actN:(i+1)*b.actN], set.exp[0].action)
+		set.exp[0].got, set.exp[0].action = false, nil
+	}
+	b.tbl.await = b.tbl.await[:0]
+	err := safeVecStep(b.v, b.act, b.obs, b.res)
+	b.subErrs = b.subErrs[:0]
+	if err != nil {
+		b.subErrs = subEnvErrors(b.subErrs, err)
+		if len(b.subErrs) == 0 {
+			for i := range b.n {
+				b.tbl.sets[i].state = stFailed
+			}
+			return fmt.Errorf("env: VectorEnv.Step: %w", err)
+		}
+	}
+	for i := range b.n {
+		b.tbl.sets[i].state = stReady
+		b.wasReset[i] = false
+	}
+	for _, se := range b.subErrs {
+		if se.Env < 0 || se.Env >= b.n {
+			continue
+		}
+		if ferr := b.fail(se.Env, "step", se); ferr != nil {
+			b.errs = append(b.errs, ferr)
+		}
+	}
+	for i := range b.n {
+		if b.tbl.sets[i].state == stReady {
+			b.ready = append(b.ready, i)
+		}
+	}
+	clear(b.subErrs)
+	return b.joinErrs()
+}
+
+func (b *vectorBaseEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, error) {
+	if b.stopped {
+		return false, ErrStopped
+	}
+	if env < 0 || env >= b.n {
+		return false, fmt.Errorf("env: TryReset: unknown sub-environment %d (there are %d)", env, b.n)
+	}
+	if err := b.resetOne(env, seed); err != nil {
+		return false, err
+	}
+	if b.tbl.sets[env].state == stFailed { // restarted: report the failure now
+		last := len(b.faults) - 1
+		dst.Envs = append(dst.Envs, b.faults[last])
+		b.faults[last] = EnvStatus{}
+		b.faults = b.faults[:last]
+		return false, nil
+	}
+	b.report(env, dst)
+	return false, nil
+}
+
+func (b *vectorBaseEnv) Stop() error {
+	if b.stopped {
+		return nil
+	}
+	b.stopped = true
+	if c, ok := b.v.(io.Closer); ok {
+		return safeClose(c)
+	}
+	var errs []error
+	for i, e := range b.v.SubEnvironments() {
+		if c, ok := e.(io.Closer); ok {
+			if err := safeClose(c); err != nil {
+				errs = append(errs, fmt.Errorf("env: close sub-environment %d: %w", i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (b *vectorBaseEnv) SubEnvironments() []any { return b.v.SubEnvironments() }
+
+func (b *vectorBaseEnv) TryRender(env EnvID) (any, error) {
+	subs := b.v.SubEnvironments()
+	if env < 0 || env >= len(subs) {
+		return nil, fmt.Errorf("env: TryRender: unknown sub-environment %d (there are %d)", env, len(subs))
+	}
+	r, ok := subs[env].(Renderer)
+	if !ok {
+		return nil, fmt.Errorf("env: TryRender: sub-environment %d (%T) does not implement Renderer", env, subs[env])
+	}
+	return safeRender(r)
+}
