@@ -60,13 +60,7 @@ func NewBaseEnv(make func(index int) (Env, error), opts BaseEnvOptions) (BaseEnv
 	if make == nil {
 		return nil, errors.New("env: NewBaseEnv: make is nil")
 	}
-	return newBaseEnv(func(i int) (any, error) {
-		e, err := make(i)
-		if err != nil || e == nil {
-			return nil, err
-		}
-		return e, nil
-	}, opts, nil)
+	return newBaseEnv(asAny(make), opts, nil)
 }
 
 // NewMultiAgentBaseEnv returns a BaseEnv of opts.NumEnvs multi-agent sub-environments made by
@@ -79,13 +73,7 @@ func NewMultiAgentBaseEnv(make func(index int) (MultiAgentEnv, error), opts Base
 	if make == nil {
 		return nil, errors.New("env: NewMultiAgentBaseEnv: make is nil")
 	}
-	return newBaseEnv(func(i int) (any, error) {
-		e, err := make(i)
-		if err != nil || e == nil {
-			return nil, err
-		}
-		return e, nil
-	}, opts, nil)
+	return newBaseEnv(asAny(make), opts, nil)
 }
 
 // ToBaseEnv turns what make returns into a BaseEnv, as RLlib's convert_to_base_env does:
@@ -293,4 +281,16 @@ func (b *baseEnv) TryRender(env EnvID) (any, error) {
 		return nil, fmt.Errorf("env: TryRender: sub-environment %d (%T) does not implement Renderer", env, b.slots[env].raw)
 	}
 	return safeRender(r)
+}
+
+// asAny adapts a typed maker to the adapters' untyped one; a nil environment stays a nil any.
+func asAny[T comparable](make func(int) (T, error)) func(int) (any, error) {
+	return func(i int) (any, error) {
+		e, err := make(i)
+		var none T
+		if err != nil || e == none {
+			return nil, err
+		}
+		return e, nil
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -425,7 +426,7 @@ func decodeBox(fields []field, path string) (Space, error) {
 		case bs[1].scalar:
 			shape = bs[0].shape
 		default:
-			if !slicesEqual(bs[0].shape, bs[1].shape) {
+			if !slices.Equal(bs[0].shape, bs[1].shape) {
 				return nil, fieldErr(join(path, "high"), "shape %s does not match low's shape %s", shapeString(bs[1].shape), shapeString(bs[0].shape))
 			}
 			shape = bs[0].shape
@@ -445,7 +446,7 @@ func decodeBox(fields []field, path string) (Space, error) {
 			for j := range vals {
 				vals[j] = bd.vals[0]
 			}
-		case slicesEqual(bd.shape, shape) || (len(bd.shape) == 1 && len(bd.vals) == n):
+		case slices.Equal(bd.shape, shape) || (len(bd.shape) == 1 && len(bd.vals) == n):
 			vals = bd.vals
 		default:
 			return nil, fieldErr(join(path, name), "array of shape %s does not match shape %s", shapeString(bd.shape), shapeString(shape))

@@ -3,6 +3,7 @@ package spaces
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -273,7 +274,7 @@ func Equal(a, b Space) bool {
 		if !ok || a == nil || b == nil {
 			return ok && a == nil && b == nil
 		}
-		return dtypeOrDefault(a.Dtype) == dtypeOrDefault(b.Dtype) && slicesEqual(a.Shape, b.Shape) &&
+		return dtypeOrDefault(a.Dtype) == dtypeOrDefault(b.Dtype) && slices.Equal(a.Shape, b.Shape) &&
 			floatsEqual(a.Low, b.Low) && floatsEqual(a.High, b.High)
 	case *Discrete:
 		b, ok := b.(*Discrete)
@@ -286,7 +287,7 @@ func Equal(a, b Space) bool {
 		if !ok || a == nil || b == nil {
 			return ok && a == nil && b == nil
 		}
-		return slicesEqual(a.Nvec, b.Nvec)
+		return slices.Equal(a.Nvec, b.Nvec)
 	case *MultiBinary:
 		b, ok := b.(*MultiBinary)
 		if !ok || a == nil || b == nil {
@@ -298,7 +299,7 @@ func Equal(a, b Space) bool {
 		if !ok || a == nil || b == nil {
 			return ok && a == nil && b == nil
 		}
-		return slicesEqual(a.Keys, b.Keys) && spacesEqual(a.Spaces, b.Spaces)
+		return slices.Equal(a.Keys, b.Keys) && spacesEqual(a.Spaces, b.Spaces)
 	case *Tuple:
 		b, ok := b.(*Tuple)
 		if !ok || a == nil || b == nil {
@@ -307,18 +308,6 @@ func Equal(a, b Space) bool {
 		return spacesEqual(a.Spaces, b.Spaces)
 	}
 	return false
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func floatsEqual(a, b []float32) bool {
