@@ -149,20 +149,6 @@ func (b *baseEnv) settle(s *slot) error {
 	return s.fault
 }
 
-func (b *baseEnv) joinErrs() error {
-	var err error
-	switch len(b.errs) {
-	case 0:
-	case 1:
-		err = b.errs[0]
-	default:
-		err = errors.Join(b.errs...)
-	}
-	clear(b.errs)
-	b.errs = b.errs[:0]
-	return err
-}
-
 // Poll implements BaseEnv. The first Poll resets every sub-environment that was not reset by
 // TryReset; later ones report the sub-environments stepped by SendActions. Restarted
 // failures are reported as EnvStatus entries with Err set.
@@ -190,7 +176,7 @@ func (b *baseEnv) Poll(dst *Batch) error {
 		}
 	}
 	b.ready = b.ready[:0]
-	return b.joinErrs()
+	return takeErrs(&b.errs)
 }
 
 // SendActions implements BaseEnv: it checks the actions (see ErrBadActions, ErrNeedsReset,
@@ -218,7 +204,7 @@ func (b *baseEnv) SendActions(actions []Action) error {
 		}
 	}
 	b.tbl.await = b.tbl.await[:0]
-	return b.joinErrs()
+	return takeErrs(&b.errs)
 }
 
 // TryReset implements BaseEnv: it resets sub-environment env synchronously (async is always
@@ -293,4 +279,20 @@ func asAny[T comparable](make func(int) (T, error)) func(int) (any, error) {
 		}
 		return e, nil
 	}
+}
+
+// takeErrs returns the collected errors as one error (nil, the only one, or errors.Join of
+// all) and empties the list, keeping its storage.
+func takeErrs(errs *[]error) error {
+	var err error
+	switch len(*errs) {
+	case 0:
+	case 1:
+		err = (*errs)[0]
+	default:
+		err = errors.Join(*errs...)
+	}
+	clear(*errs)
+	*errs = (*errs)[:0]
+	return err
 }

@@ -123,20 +123,6 @@ func (b *vectorBaseEnv) report(i int, dst *Batch) {
 	}
 }
 
-func (b *vectorBaseEnv) joinErrs() error {
-	var err error
-	switch len(b.errs) {
-	case 0:
-	case 1:
-		err = b.errs[0]
-	default:
-		err = errors.Join(b.errs...)
-	}
-	clear(b.errs)
-	b.errs = b.errs[:0]
-	return err
-}
-
 func (b *vectorBaseEnv) Poll(dst *Batch) error {
 	if b.stopped {
 		return ErrStopped
@@ -162,7 +148,7 @@ func (b *vectorBaseEnv) Poll(dst *Batch) error {
 		}
 	}
 	b.ready = b.ready[:0]
-	return b.joinErrs()
+	return takeErrs(&b.errs)
 }
 
 func (b *vectorBaseEnv) SendActions(actions []Action) error {
@@ -219,7 +205,7 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 		}
 	}
 	clear(b.subErrs)
-	return b.joinErrs()
+	return takeErrs(&b.errs)
 }
 
 func (b *vectorBaseEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, error) {
