@@ -122,6 +122,7 @@ type AgentPipeline struct {
 	recorders []ActionRecorder
 	slots     *Slots
 	resetEnv  []bool // scratch of WriteBatch, indexed by EnvID
+	also      []interface{ Reset(slot int) }
 }
 
 // NewAgentPipeline returns a pipeline for observations of the space (raw layout) through the
@@ -186,6 +187,18 @@ func (p *AgentPipeline) Slot(e env.EnvID, a env.AgentID) int {
 func (p *AgentPipeline) Reset(slot int) {
 	for _, c := range p.conns {
 		c.Reset(slot)
+	}
+	for _, r := range p.also {
+		r.Reset(slot)
+	}
+}
+
+// AlsoReset adds r to what Reset resets: per-agent state kept outside the pipeline, such as
+// a StateBuffer, follows the pipeline's slots and episodes.
+func (p *AgentPipeline) AlsoReset(r interface{ Reset(slot int) }) {
+	p.also = append(p.also, r)
+	for i := range p.slots.Len() {
+		r.Reset(i)
 	}
 }
 
