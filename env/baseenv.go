@@ -33,6 +33,9 @@ type EnvStatus struct {
 	// Reset is set when the agents reported for this sub-environment carry the first
 	// observations of a new episode.
 	Reset bool
+	// TrainingDisabled, reported with Reset, marks an episode whose experience is left out of
+	// the sample batches (ExternalEnv's start_episode with training_enabled=false).
+	TrainingDisabled bool
 	// Err is set when the sub-environment failed (an error or a panic in its step or reset)
 	// and was restarted (restart_failed_sub_environments): the episode that was running is
 	// faulty and should be discarded; the sub-environment needs TryReset.

@@ -1,0 +1,318 @@
+package envrunner
+
+import (
+	"maps"
+	"time"
+
+	"github.com/onnxrl/sampler/env"
+)
+
+// act computes the actions of every queued row, policy by policy, and records the
+// trajectory data; t is the time the step's observation processing started.
+func (r *Runner) act(t *time.Time) {
+	need := 0
+	for _, p := range r.policies {
+		need += len(p.infer) * p.actW
+	}
+	if cap(r.actBuf) < need {
+		r.actBuf = make([]float32, 0, need+need/2)
+	}
+	r.actBuf = r.actBuf[:0]
+	for _, p := range r.policies {
+		if len(p.plain) > 0 {
+			r.plainRows(p)
+		}
+		if len(p.infer) > 0 {
+			if p.random {
+				r.randomRows(p)
+			} else {
+				r.inferRows(p)
+			}
+		}
+		for _, rows := range [2][]row{p.plain, p.infer} {
+			for _, ro := range rows {
+				if a := ro.rec; a.done && a.slot >= 0 {
+					p.release(a.slot)
+					a.slot = -1
+				}
+			}
+		}
+		clear(p.plain)
+		clear(p.infer)
+		p.plain, p.infer = p.plain[:0], p.infer[:0]
+	}
+}
+
+// writeObs runs the agent connectors on the row's observation into dst and, when the
+// record collects, appends the processed row (and a value placeholder for rows without a
+// model run) to its trajectory.
+func (r *Runner) record(a *agentRec, processed []float32) {
+	a.obs = append(a.obs, processed...)
+	r.buffered++
+	if !r.complete {
+		r.keep(a)
+	}
+}
+
+// plainRows processes final observations that need no model run.
+func (r *Runner) plainRows(p *policy) {
+	t0 := time.Now()
+	for _, ro := range p.plain {
+		a := ro.rec
+		p.agent.Write(p.rowBuf, a.slot, ro.obs, ro.reward)
+		if a.collect {
+			r.record(a, p.rowBuf)
+			if p.hasValue {
+				a.vf = append(a.vf, 0)
+			}
+		}
+	}
+	r.perf.add(&r.perf.rawObs, time.Since(t0))
+}
+
+// randomRows gives the rows uniform random actions.
+func (r *Runner) randomRows(p *policy) {
+	t0 := time.Now()
+	for _, ro := range p.infer {
+		a := ro.rec
+		p.agent.Write(p.rowBuf, a.slot, ro.obs, ro.reward)
+		if a.collect {
+			r.record(a, p.rowBuf)
+		}
+	}
+	t1 := time.Now()
+	r.perf.add(&r.perf.rawObs, t1.Sub(t0))
+	for _, ro := range p.infer {
+		act := p.sampleRandom(r.rng)
+		if ro.rec.collect {
+			ro.rec.actions = append(ro.rec.actions, act...)
+		}
+		r.send(p, ro.rec, act)
+	}
+	r.perf.add(&r.perf.action, time.Since(t1))
+}
+
+// send queues the agent's action for SendActions.
+func (r *Runner) send(p *policy, a *agentRec, act []float32) {
+	off := len(r.actBuf)
+	r.actBuf = append(r.actBuf, act...)
+	sent := r.actBuf[off : off+p.actW : off+p.actW]
+	a.lastAct = sent
+	a.pending = true
+	p.agent.RecordAction(a.slot, sent)
+	r.actions = append(r.actions, env.Action{Env: a.ep.EnvID, Agent: a.id, Action: sent})
+}
+
+// inferRows runs the model over the policy's rows, in chunks of the session's capacity.
+func (r *Runner) inferRows(p *policy) {
+	w := p.obsW
+	st := p.conn.State
+	act := p.conn.Action
+	for start := 0; start < len(p.infer); start += p.cap {
+		rows := p.infer[start:min(start+p.cap, len(p.infer))]
+		m := len(rows)
+		t0 := time.Now()
+		if err := p.sess.SetBatch(m); err != nil {
+			panic(err) // m is within the capacity and the session is open
+		}
+		in := p.obsT.Float32()
+		for j, ro := range rows {
+			a := ro.rec
+			dst := in[j*w : (j+1)*w]
+			p.agent.Write(dst, a.slot, ro.obs, ro.reward)
+			p.slots[j] = a.slot
+			if a.collect {
+				r.record(a, dst)
+				if st != nil && !a.done {
+					for s := range p.stateW {
+						a.stateIn[s] = append(a.stateIn[s], st.Row(s, a.slot)...)
+					}
+				}
+			}
+		}
+		if st != nil {
+			st.Gather(p.slots[:m])
+		}
+		t1 := time.Now()
+		r.perf.add(&r.perf.rawObs, t1.Sub(t0))
+		if err := p.sess.Run(); err != nil {
+			r.runErr = err
+			return
+		}
+		t2 := time.Now()
+		r.perf.add(&r.perf.inference, t2.Sub(t1))
+		p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
+		var vals []float32
+		if p.hasValue {
+			vals = p.valueT.Float32()
+		}
+		for j, ro := range rows {
+			a := ro.rec
+			if a.collect && p.hasValue {
+				a.vf = append(a.vf, vals[j])
+			}
+			if a.done {
+				continue
+			}
+			if a.collect {
+				a.actions = append(a.actions, act.PolicyAction(j)...)
+				a.logp = append(a.logp, act.LogP(j))
+				a.dist = append(a.dist, act.DistInputs(j)...)
+				for s := range p.stateW {
+					a.stateOut[s] = append(a.stateOut[s], st.Row(s, a.slot)...)
+				}
+			}
+			r.send(p, a, act.Action(j))
+		}
+		r.perf.add(&r.perf.action, time.Since(t2))
+	}
+}
+
+// finish ends an episode: callbacks, metrics, its agents' data to the batch (complete
+// mode) or left for the next cut (truncate mode).
+func (r *Runner) finish(ep *Episode) {
+	r.episodesDone++
+	r.cb.OnEpisodeEnd(r, ep)
+	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length, EpisodeReturn: ep.TotalReward}
+	if len(ep.agents) > 1 {
+		m.AgentReturns = ep.AgentRewards(nil)
+	}
+	if len(ep.CustomMetrics) > 0 {
+		m.CustomMetrics = maps.Clone(ep.CustomMetrics)
+	}
+	r.metrics = append(r.metrics, m)
+	if r.complete && r.collect && ep.TrainingEnabled {
+		r.out.EnvSteps += ep.Length
+	}
+	for _, a := range ep.agents {
+		if a.slot >= 0 {
+			a.pol.release(a.slot)
+			a.slot = -1
+		}
+		a.ep = nil
+		if r.complete {
+			r.emit(a)
+			r.buffered -= a.rows()
+		}
+		if !a.listed {
+			a.pol.putRec(a)
+		}
+	}
+	r.recycle(ep)
+}
+
+// fault drops an episode whose sub-environment failed (RLlib's faulty episode): its data is
+// discarded and it counts as faulty, not in the episode metrics.
+func (r *Runner) fault(ep *Episode) {
+	r.faulty++
+	for _, a := range ep.agents {
+		if a.slot >= 0 {
+			a.pol.release(a.slot)
+			a.slot = -1
+		}
+		a.ep = nil
+		r.buffered -= a.rows()
+		a.clearTrajectory()
+		if !a.listed {
+			a.pol.putRec(a)
+		}
+	}
+	if ep.ended { // it was about to finish in this step
+		for i, e := range r.ending {
+			if e == ep {
+				r.ending = append(r.ending[:i], r.ending[i+1:]...)
+				break
+			}
+		}
+	}
+	r.recycle(ep)
+}
+
+func (r *Runner) recycle(ep *Episode) {
+	if r.episodeAt(ep.EnvID) == ep {
+		r.episodes[ep.EnvID] = nil
+	}
+	clear(ep.agents)
+	ep.agents = ep.agents[:0]
+	clear(ep.CustomMetrics)
+	clear(ep.UserData)
+	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty = 0, 0, false, false, false
+	r.epPool = append(r.epPool, ep)
+}
+
+// emit appends the record's complete transitions to its policy's batch in r.out, with GAE
+// when configured.
+func (r *Runner) emit(a *agentRec) {
+	n := a.n
+	if n == 0 || !a.collect {
+		return
+	}
+	p := a.pol
+	b := r.out.PolicyBatches[p.id]
+	w := p.obsW
+	b.Obs = append(b.Obs, a.obs[:n*w]...)
+	b.NewObs = append(b.NewObs, a.obs[w:(n+1)*w]...)
+	b.Actions = append(b.Actions, a.actions[:n*p.actW]...)
+	b.Rewards = append(b.Rewards, a.rewards[:n]...)
+	b.Terminateds = append(b.Terminateds, a.terms[:n]...)
+	b.Truncateds = append(b.Truncateds, a.truncs[:n]...)
+	for i := range int32(n) {
+		b.EpsID = append(b.EpsID, a.epsID)
+		b.EnvID = append(b.EnvID, a.envID)
+		b.AgentIndex = append(b.AgentIndex, a.index)
+		b.T = append(b.T, a.t0+i)
+	}
+	if !p.random {
+		b.ActionDistInputs = append(b.ActionDistInputs, a.dist[:n*p.distW]...)
+		b.ActionLogp = append(b.ActionLogp, a.logp[:n]...)
+	}
+	if p.hasValue {
+		b.VfPreds = append(b.VfPreds, a.vf[:n]...)
+	}
+	for s, sw := range p.stateW {
+		b.StateIn[s] = append(b.StateIn[s], a.stateIn[s][:n*sw]...)
+		b.StateOut[s] = append(b.StateOut[s], a.stateOut[s][:n*sw]...)
+	}
+	if len(p.stateW) > 0 {
+		for rem := n; rem > 0; rem -= r.maxSeq {
+			b.SeqLens = append(b.SeqLens, int32(min(rem, r.maxSeq)))
+		}
+	}
+	if r.cfg.GAE != nil {
+		r.gae(b, a, n)
+	}
+	b.Count += n
+	r.out.AgentSteps += n
+}
+
+// gae appends advantages and value targets for the record's n complete transitions (RLlib's
+// compute_advantages with use_gae): the chunk is bootstrapped with the value of its last new
+// observation unless it ends with a termination.
+func (r *Runner) gae(b *SampleBatch, a *agentRec, n int) {
+	gamma, lambda := r.cfg.GAE.Gamma, r.cfg.GAE.Lambda
+	p := a.pol
+	v := func(i int) float64 {
+		if !p.hasValue || i >= len(a.vf) {
+			return 0
+		}
+		return float64(a.vf[i])
+	}
+	last := 0.0
+	if !a.terms[n-1] {
+		last = v(n)
+	}
+	off := len(b.Advantages)
+	b.Advantages = append(b.Advantages, make([]float32, n)...)
+	b.ValueTargets = append(b.ValueTargets, make([]float32, n)...)
+	adv, vt := b.Advantages[off:], b.ValueTargets[off:]
+	acc := 0.0
+	next := last
+	for i := n - 1; i >= 0; i-- {
+		vi := v(i)
+		delta := float64(a.rewards[i]) + gamma*next - vi
+		acc = delta + gamma*lambda*acc
+		adv[i] = float32(acc)
+		vt[i] = float32(acc + vi)
+		next = vi
+	}
+}

@@ -1,0 +1,549 @@
+package envrunner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/onnxrl/sampler/env"
+)
+
+// Batch modes (RLlib's batch_mode).
+const (
+	TruncateEpisodes = "truncate_episodes"
+	CompleteEpisodes = "complete_episodes"
+)
+
+// Step counting modes (RLlib's count_steps_by).
+const (
+	EnvSteps   = "env_steps"
+	AgentSteps = "agent_steps"
+)
+
+// GAE configures generalized advantage estimation (RLlib's compute_advantages with
+// use_gae and use_critic): advantages and value_targets columns.
+type GAE struct {
+	Gamma  float64 // discount, e.g. 0.99
+	Lambda float64 // GAE lambda, e.g. 0.95
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Env is the environment; the runner owns it from now on (Close stops it).
+	Env env.BaseEnv
+	// NumEnvs is the number of sub-environments of Env; it sizes the fragments and the
+	// sessions. 0 means 1.
+	NumEnvs int
+	// Policies maps policy ids to their configuration; at least one.
+	Policies map[PolicyID]PolicyConfig
+	// PolicyMapping maps an agent of an episode to its policy, once per agent and episode.
+	// Nil is allowed with one policy (every agent maps to it).
+	PolicyMapping func(agent env.AgentID, ep *Episode) PolicyID
+	// Seed seeds the runner's random source (action sampling, episode ids). Runners of one
+	// run differ by Worker; the environments are seeded by their BaseEnv.
+	Seed uint64
+	// Worker is the index of the runner in its group (RLlib's worker_index).
+	Worker int
+
+	// FragmentLength is RLlib's rollout_fragment_length: a sample batch holds
+	// FragmentLength*NumEnvs steps (counted by CountStepsBy). 0 means 200.
+	FragmentLength int
+	// CountStepsBy is EnvSteps (default) or AgentSteps.
+	CountStepsBy string
+	// BatchMode is TruncateEpisodes (default: a batch cuts running episodes, and their rest
+	// goes to the next batch) or CompleteEpisodes (a batch holds whole episodes only).
+	BatchMode string
+	// GAE, when set, adds advantages and value_targets to every batch.
+	GAE *GAE
+	// MaxSeqLen is the longest sequence (seq_lens entry) of a recurrent policy; 0 means 20.
+	MaxSeqLen int
+	// NoSamples turns sample collection off: episodes, metrics and callbacks still run, but
+	// no batch is built (evaluation and deployment runs).
+	NoSamples bool
+
+	// Callbacks are called on the runner's goroutine; nil means none.
+	Callbacks Callbacks
+	// PerfEMA, when in (0, 1], makes the perf stats exponential moving averages with this
+	// coefficient instead of means over all steps (RLlib's _PerfStats ema_coef).
+	PerfEMA float64
+	// Render renders sub-environment 0 every step (when Env implements env.TryRenderer); the
+	// time goes to mean_env_render_ms.
+	Render bool
+	// Logger receives the runner's warnings; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Runner is RLlib's EnvRunner: it steps a BaseEnv with its policies and builds sample
+// batches. One goroutine owns a Runner; nothing in it is locked.
+type Runner struct {
+	cfg      Config
+	env      env.BaseEnv
+	policies []*policy // sorted by id
+	byID     map[PolicyID]*policy
+	mapping  func(env.AgentID, *Episode) PolicyID
+	cb       Callbacks
+	log      *slog.Logger
+	rng      *rand.Rand
+	idState  uint64
+	target   int
+	complete bool
+	byAgent  bool
+	maxSeq   int
+	collect  bool
+
+	episodes []*Episode // by env id; nil where none runs
+	epPool   []*Episode
+	ending   []*Episode
+	touched  []*Episode
+	resets   []env.EnvID // sub-environments to reset in this step
+	retry    []env.EnvID // resets that failed (restarted) and are tried again next step
+	batch    env.Batch
+	actions  []env.Action
+	actBuf   []float32
+	listed   []*agentRec // records with data since the last cut (truncate mode)
+	out      MultiAgentBatch
+	rewards  []AgentReward
+
+	sinceCutEnv, sinceCutAgent int
+	buffered                   int // observation rows kept by listed records
+
+	totalEnvSteps, totalAgentSteps int64
+	episodesDone, faulty           int64
+	idleSteps                      int
+	warnedLarge, warnedIdle        bool
+	metrics                        []RolloutMetrics
+	perf                           perfStats
+	runErr                         error
+	closed                         bool
+}
+
+// New builds a runner: a session and connectors per policy, checked against each other.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Env == nil {
+		return nil, errors.New("envrunner: Config.Env is nil")
+	}
+	if len(cfg.Policies) == 0 {
+		return nil, errors.New("envrunner: Config.Policies is empty")
+	}
+	if cfg.NumEnvs <= 0 {
+		cfg.NumEnvs = 1
+	}
+	if cfg.FragmentLength < 0 {
+		return nil, fmt.Errorf("envrunner: FragmentLength %d, want >= 0", cfg.FragmentLength)
+	}
+	if cfg.FragmentLength == 0 {
+		cfg.FragmentLength = 200
+	}
+	switch cfg.CountStepsBy {
+	case "":
+		cfg.CountStepsBy = EnvSteps
+	case EnvSteps, AgentSteps:
+	default:
+		return nil, fmt.Errorf("envrunner: CountStepsBy %q, want %q or %q", cfg.CountStepsBy, EnvSteps, AgentSteps)
+	}
+	switch cfg.BatchMode {
+	case "":
+		cfg.BatchMode = TruncateEpisodes
+	case TruncateEpisodes, CompleteEpisodes:
+	default:
+		return nil, fmt.Errorf("envrunner: BatchMode %q, want %q or %q", cfg.BatchMode, TruncateEpisodes, CompleteEpisodes)
+	}
+	if g := cfg.GAE; g != nil && (!(g.Gamma >= 0 && g.Gamma <= 1) || !(g.Lambda >= 0 && g.Lambda <= 1)) {
+		return nil, fmt.Errorf("envrunner: GAE gamma %v and lambda %v must be in [0, 1]", g.Gamma, g.Lambda)
+	}
+	if cfg.MaxSeqLen < 0 {
+		return nil, fmt.Errorf("envrunner: MaxSeqLen %d, want >= 0", cfg.MaxSeqLen)
+	}
+	if cfg.MaxSeqLen == 0 {
+		cfg.MaxSeqLen = 20
+	}
+	if cfg.PerfEMA < 0 || cfg.PerfEMA > 1 {
+		return nil, fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
+	}
+	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
+		cb: cfg.Callbacks, log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
+		byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}
+	r.perf.ema = cfg.PerfEMA
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.cb == nil {
+		r.cb = BaseCallbacks{}
+	}
+	ids := make([]PolicyID, 0, len(cfg.Policies))
+	for id := range cfg.Policies {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p, err := newPolicy(id, cfg.Policies[id], cfg.NumEnvs)
+		if err != nil {
+			r.closePolicies()
+			return nil, err
+		}
+		r.policies = append(r.policies, p)
+		r.byID[id] = p
+		r.out.Policy(id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+	}
+	if r.mapping == nil {
+		if len(ids) != 1 {
+			r.closePolicies()
+			return nil, fmt.Errorf("envrunner: %d policies need a PolicyMapping", len(ids))
+		}
+		only := ids[0]
+		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
+	}
+	r.target = cfg.FragmentLength * cfg.NumEnvs
+	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
+	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
+	return r, nil
+}
+
+func (r *Runner) closePolicies() error {
+	var errs []error
+	for _, p := range r.policies {
+		errs = append(errs, p.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the environment and closes the sessions the runner made. Data not taken
+// with Take is dropped.
+func (r *Runner) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.env.Stop()
+	if err != nil {
+		err = fmt.Errorf("envrunner: stop the environment: %w", err)
+	}
+	return errors.Join(err, r.closePolicies())
+}
+
+// nextID returns the next episode id (splitmix64 of the runner's id state).
+func (r *Runner) nextID() int64 {
+	r.idState += 0x9e3779b97f4a7c15
+	z := r.idState
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int64(z & math.MaxInt64)
+}
+
+// Sample steps until a fragment is complete and moves it into dst (RLlib's sample()). dst
+// is reset first; its buffers are reused, so passing the same batch back allocates nothing
+// in steady state.
+func (r *Runner) Sample(dst *MultiAgentBatch) error {
+	if r.cfg.NoSamples {
+		return errors.New("envrunner: Sample with NoSamples set")
+	}
+	for !r.Ready() {
+		if err := r.Step(); err != nil {
+			return err
+		}
+	}
+	r.Take(dst)
+	return nil
+}
+
+// Ready reports whether a fragment is complete.
+func (r *Runner) Ready() bool {
+	if !r.collect {
+		return false
+	}
+	if r.complete {
+		if r.byAgent {
+			return r.out.AgentSteps >= r.target
+		}
+		return r.out.EnvSteps >= r.target
+	}
+	if r.byAgent {
+		return r.sinceCutAgent >= r.target
+	}
+	return r.sinceCutEnv >= r.target
+}
+
+// Take moves what is collected into dst (after resetting dst) and calls OnSampleResult: in
+// truncate_episodes mode every running episode is cut here; in complete_episodes mode dst
+// gets the episodes that ended. It does so whether or not the fragment is complete, so a
+// run's last partial fragment is taken the same way.
+func (r *Runner) Take(dst *MultiAgentBatch) {
+	if !r.complete {
+		r.cut()
+	}
+	dst.Reset()
+	r.out, *dst = *dst, r.out
+	for _, p := range r.policies {
+		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+		dst.Policy(p.id)
+	}
+	r.cb.OnSampleResult(r, dst)
+}
+
+// cut emits the complete transitions of every listed record into r.out and keeps, of the
+// running ones, the last observation and pending action.
+func (r *Runner) cut() {
+	r.out.EnvSteps += r.sinceCutEnv
+	keep := r.listed[:0]
+	r.buffered = 0
+	for _, a := range r.listed {
+		r.emit(a)
+		if a.ep == nil { // its episode ended: the record is finished
+			a.listed = false
+			a.pol.putRec(a)
+			continue
+		}
+		a.keepLast()
+		if a.rows() > 0 {
+			keep = append(keep, a)
+			r.buffered += a.rows()
+		} else {
+			a.listed = false
+		}
+	}
+	clear(r.listed[len(keep):])
+	r.listed = keep
+	r.sinceCutEnv, r.sinceCutAgent = 0, 0
+}
+
+// Step runs one step: poll, agent connectors, one inference per policy over its ready
+// agents, action connectors, send actions; episodes that ended are finished and their
+// sub-environments reset.
+func (r *Runner) Step() error {
+	if r.closed {
+		return errClosed
+	}
+	r.batch.Clear()
+	t0 := time.Now()
+	err := r.env.Poll(&r.batch)
+	t1 := time.Now()
+	wait := t1.Sub(t0)
+	if err != nil {
+		return fmt.Errorf("envrunner: poll: %w", err)
+	}
+	r.resets = append(r.resets[:0], r.retry...)
+	r.retry = r.retry[:0]
+	r.statuses(0)
+	nAgents := len(r.batch.Agents)
+	for i := range nAgents {
+		r.addRow(&r.batch.Agents[i])
+	}
+	// Reset the sub-environments whose episode ended, so their first observations get
+	// actions in this step. A synchronous reset appends to the batch.
+	for k := 0; k < len(r.resets); k++ {
+		e := r.resets[k]
+		ne := len(r.batch.Envs)
+		tr := time.Now()
+		_, err := r.env.TryReset(e, env.Seed{}, &r.batch)
+		wait += time.Since(tr)
+		if err != nil {
+			return fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
+		}
+		r.statuses(ne)
+	}
+	for i := nAgents; i < len(r.batch.Agents); i++ {
+		r.addRow(&r.batch.Agents[i])
+	}
+	envSteps := 0
+	for _, ep := range r.touched {
+		if ep.stepped {
+			ep.stepped = false
+			ep.Length++
+			envSteps++
+			r.cb.OnEpisodeStep(r, ep)
+		}
+	}
+	r.touched = r.touched[:0]
+	t2 := time.Now()
+	r.act(&t2)
+	if r.runErr != nil {
+		err := r.runErr
+		r.runErr = nil
+		return fmt.Errorf("envrunner: %w", err)
+	}
+	for _, ep := range r.ending {
+		r.finish(ep)
+	}
+	clear(r.ending)
+	r.ending = r.ending[:0]
+	if r.cfg.Render {
+		if tr, ok := r.env.(env.TryRenderer); ok {
+			t := time.Now()
+			_, _ = tr.TryRender(0)
+			r.perf.add(&r.perf.render, time.Since(t))
+		}
+	}
+	t3 := time.Now()
+	if len(r.actions) > 0 {
+		err = r.env.SendActions(r.actions)
+	}
+	wait += time.Since(t3)
+	clear(r.actions)
+	r.actions = r.actions[:0]
+	r.perf.add(&r.perf.envWait, wait)
+	r.perf.iters++
+	if err != nil {
+		return fmt.Errorf("envrunner: send actions: %w", err)
+	}
+	r.totalEnvSteps += int64(envSteps)
+	r.sinceCutEnv += envSteps
+	if len(r.batch.Agents) == 0 && len(r.batch.Envs) > 0 {
+		r.idleSteps++
+		if r.idleSteps > 1000 && !r.warnedIdle {
+			r.warnedIdle = true
+			r.log.Warn("envrunner: your environment seems to be stepping without ever emitting agent observations (agents are never requested to act)",
+				"worker", r.cfg.Worker)
+		}
+	} else if len(r.batch.Agents) > 0 {
+		r.idleSteps = 0
+	}
+	if r.collect && !r.warnedLarge && r.buffered > max(1000, r.cfg.FragmentLength*10) {
+		r.warnedLarge = true
+		r.log.Warn(fmt.Sprintf("envrunner: more than %d observations are buffered in the sampler; "+
+			"check that the environment's episodes end (a time limit), and note that in multi-agent environments "+
+			"rollout_fragment_length counts environment steps, not agent steps, and that batch_mode %s waits for episodes to end",
+			max(1000, r.cfg.FragmentLength*10), r.cfg.BatchMode), "worker", r.cfg.Worker, "buffered", r.buffered)
+	}
+	return nil
+}
+
+// statuses handles the sub-environment statuses of the batch from index from on: faults,
+// episode ends (the env goes on the reset list) and episode starts.
+func (r *Runner) statuses(from int) {
+	for i := from; i < len(r.batch.Envs); i++ {
+		st := &r.batch.Envs[i]
+		ep := r.episodeAt(st.Env)
+		switch {
+		case st.Err != nil:
+			if ep != nil {
+				r.fault(ep)
+			}
+			r.resets = append(r.resets, st.Env)
+			if from > 0 { // the reset itself failed: try again next step
+				r.resets = r.resets[:len(r.resets)-1]
+				r.retry = append(r.retry, st.Env)
+			}
+			continue
+		case st.Reset:
+			if ep != nil && !ep.ended {
+				// A new episode without the old one ending (an external simulator that
+				// started over): the old one ends as it stands.
+				ep.ended = true
+				r.ending = append(r.ending, ep)
+			}
+			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
+		}
+		if ep != nil && (st.Terminated || st.Truncated) && !ep.ended {
+			ep.ended = true
+			r.ending = append(r.ending, ep)
+			r.resets = append(r.resets, st.Env)
+		}
+	}
+}
+
+func (r *Runner) episodeAt(e env.EnvID) *Episode {
+	if e < 0 || e >= len(r.episodes) {
+		return nil
+	}
+	return r.episodes[e]
+}
+
+// startEpisode makes the episode running in sub-environment e.
+func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
+	for e >= len(r.episodes) {
+		r.episodes = append(r.episodes, nil)
+	}
+	var ep *Episode
+	if n := len(r.epPool); n > 0 {
+		ep = r.epPool[n-1]
+		r.epPool = r.epPool[:n-1]
+	} else {
+		ep = &Episode{}
+	}
+	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
+	ep.TrainingEnabled = training
+	r.episodes[e] = ep
+	r.cb.OnEpisodeCreated(r, ep)
+	r.cb.OnEpisodeStart(r, ep)
+	return ep
+}
+
+// addRow takes in one polled agent: completes its pending transition and queues its
+// observation for its policy.
+func (r *Runner) addRow(o *env.AgentObs) {
+	ep := r.episodeAt(o.Env)
+	if ep == nil || (ep.ended && !r.isEnding(ep)) {
+		ep = r.startEpisode(o.Env, true)
+	}
+	a := ep.agent(o.Agent)
+	if a == nil {
+		p := r.byID[r.mapping(o.Agent, ep)]
+		if p == nil {
+			panic(fmt.Sprintf("envrunner: PolicyMapping(%q) returned an unknown policy", o.Agent))
+		}
+		a = p.newRec()
+		a.id, a.ep, a.index = o.Agent, ep, int32(len(ep.agents))
+		a.epsID, a.envID = ep.ID, int32(ep.EnvID)
+		a.slot = p.slot()
+		a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
+		a.collect = r.collect && ep.TrainingEnabled
+		ep.agents = append(ep.agents, a)
+	} else if a.done {
+		return // a done agent reported again; nothing to do
+	}
+	p := a.pol
+	a.lastObs, a.lastInfo, a.lastReward = o.Obs, o.Info, o.Reward
+	a.reward += o.Reward
+	ep.TotalReward += o.Reward
+	if a.pending {
+		a.pending = false
+		a.steps++
+		r.totalAgentSteps++
+		r.sinceCutAgent++
+		if !ep.stepped {
+			ep.stepped = true
+			r.touched = append(r.touched, ep)
+		}
+		if a.collect {
+			a.rewards = append(a.rewards, float32(o.Reward))
+			a.terms = append(a.terms, o.Terminated)
+			a.truncs = append(a.truncs, o.Truncated)
+			if o.OffPolicyAction != nil && len(o.OffPolicyAction) == p.actW {
+				copy(a.actions[a.n*p.actW:(a.n+1)*p.actW], o.OffPolicyAction)
+			}
+			a.n++
+		}
+	}
+	done := o.Terminated || o.Truncated
+	a.done = done
+	ro := row{rec: a, obs: o.Obs, reward: o.Reward}
+	// A final observation needs the model only for the value that bootstraps a truncated
+	// episode.
+	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !o.Terminated) {
+		p.infer = append(p.infer, ro)
+	} else {
+		p.plain = append(p.plain, ro)
+	}
+}
+
+func (r *Runner) isEnding(ep *Episode) bool {
+	for _, e := range r.ending {
+		if e == ep {
+			return true
+		}
+	}
+	return false
+}
+
+// keep makes sure the record is on the list of records with data.
+func (r *Runner) keep(a *agentRec) {
+	if !a.listed {
+		a.listed = true
+		r.listed = append(r.listed, a)
+	}
+}
