@@ -48,7 +48,9 @@ func (r *Runner) act(t *time.Time) {
 // model run) to its trajectory.
 func (r *Runner) record(a *agentRec, processed []float32) {
 	a.obs = append(a.obs, processed...)
-	r.buffered++
+	if len(a.obs) > r.largeRows && !r.warnedLarge {
+		r.warnLarge(a)
+	}
 	if !r.complete {
 		r.keep(a)
 	}
@@ -171,7 +173,12 @@ func (r *Runner) inferRows(p *policy) {
 // finish ends an episode: callbacks, metrics, its agents' data to the batch (complete
 // mode) or left for the next cut (truncate mode).
 func (r *Runner) finish(ep *Episode) {
+	if ep.extra {
+		r.drop(ep)
+		return
+	}
 	r.episodesDone++
+	r.progress.returnSum += ep.TotalReward
 	r.cb.OnEpisodeEnd(r, ep)
 	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length, EpisodeReturn: ep.TotalReward}
 	if len(ep.agents) > 1 {
@@ -192,7 +199,6 @@ func (r *Runner) finish(ep *Episode) {
 		a.ep = nil
 		if r.complete {
 			r.emit(a)
-			r.buffered -= a.rows()
 		}
 		if !a.listed {
 			a.pol.putRec(a)
@@ -205,24 +211,28 @@ func (r *Runner) finish(ep *Episode) {
 // discarded and it counts as faulty, not in the episode metrics.
 func (r *Runner) fault(ep *Episode) {
 	r.faulty++
-	for _, a := range ep.agents {
-		if a.slot >= 0 {
-			a.pol.release(a.slot)
-			a.slot = -1
-		}
-		a.ep = nil
-		r.buffered -= a.rows()
-		a.clearTrajectory()
-		if !a.listed {
-			a.pol.putRec(a)
-		}
-	}
 	if ep.ended { // it was about to finish in this step
 		for i, e := range r.ending {
 			if e == ep {
 				r.ending = append(r.ending[:i], r.ending[i+1:]...)
 				break
 			}
+		}
+	}
+	r.drop(ep)
+}
+
+// drop ends an episode without recording anything of it.
+func (r *Runner) drop(ep *Episode) {
+	for _, a := range ep.agents {
+		if a.slot >= 0 {
+			a.pol.release(a.slot)
+			a.slot = -1
+		}
+		a.ep = nil
+		a.clearTrajectory()
+		if !a.listed {
+			a.pol.putRec(a)
 		}
 	}
 	r.recycle(ep)

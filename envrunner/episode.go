@@ -28,6 +28,7 @@ type Episode struct {
 
 	agents  []*agentRec // in order of first appearance (agent_index)
 	ended   bool
+	extra   bool // started beyond Config.MaxEpisodes: not recorded, not counted
 	faulty  bool
 	stepped bool // an agent of the episode completed a transition in the current step
 }

@@ -1,5 +1,10 @@
 package envrunner
 
+import (
+	"math"
+	"sync/atomic"
+)
+
 // Counters are a runner's running totals.
 type Counters struct {
 	EnvSteps   int64 `json:"env_steps"`
@@ -35,3 +40,47 @@ func (r *Runner) Worker() int { return r.cfg.Worker }
 
 // Env returns the runner's environment.
 func (r *Runner) Env() any { return r.env }
+
+// Progress is a snapshot of a runner's totals that any goroutine may read while the runner
+// steps.
+type Progress struct {
+	EnvSteps, AgentSteps, Episodes int64
+	// ReturnSum is the sum of the returns of the finished episodes.
+	ReturnSum float64
+}
+
+// progress publishes the runner's totals after every step with atomic stores (no lock).
+type progress struct {
+	envSteps, agentSteps, episodes atomic.Int64
+	returnBits                     atomic.Uint64
+	returnSum                      float64 // owned by the runner
+}
+
+func (p *progress) update(r *Runner) {
+	p.envSteps.Store(r.totalEnvSteps)
+	p.agentSteps.Store(r.totalAgentSteps)
+	p.episodes.Store(r.episodesDone)
+	p.returnBits.Store(math.Float64bits(p.returnSum))
+}
+
+// Progress returns the totals as of the runner's last step. It is safe to call from any
+// goroutine.
+func (r *Runner) Progress() Progress {
+	p := &r.progress
+	return Progress{EnvSteps: p.envSteps.Load(), AgentSteps: p.agentSteps.Load(), Episodes: p.episodes.Load(),
+		ReturnSum: math.Float64frombits(p.returnBits.Load())}
+}
+
+// Done reports whether the run reached Config.MaxEnvSteps or Config.MaxEpisodes.
+func (r *Runner) Done() bool {
+	if r.cfg.MaxEnvSteps > 0 && r.totalEnvSteps >= r.cfg.MaxEnvSteps {
+		return true
+	}
+	return r.cfg.MaxEpisodes > 0 && r.episodesDone >= r.cfg.MaxEpisodes
+}
+
+// SetLimits changes Config.MaxEnvSteps and Config.MaxEpisodes (0: no limit), for a runner
+// that is not stepping.
+func (r *Runner) SetLimits(maxEnvSteps, maxEpisodes int64) {
+	r.cfg.MaxEnvSteps, r.cfg.MaxEpisodes = maxEnvSteps, maxEpisodes
+}

@@ -61,6 +61,13 @@ type Config struct {
 	GAE *GAE
 	// MaxSeqLen is the longest sequence (seq_lens entry) of a recurrent policy; 0 means 20.
 	MaxSeqLen int
+	// MaxEnvSteps and MaxEpisodes, when positive, end the run (Done) after that many
+	// environment steps or finished episodes. With MaxEpisodes, no episode is started beyond
+	// the budget that counts: once MaxEpisodes episodes have started, sub-environments that
+	// reset run "extra" episodes that are neither recorded nor counted, so that the finished
+	// episodes are not biased towards short ones.
+	MaxEnvSteps int64
+	MaxEpisodes int64
 	// NoSamples turns sample collection off: episodes, metrics and callbacks still run, but
 	// no batch is built (evaluation and deployment runs).
 	NoSamples bool
@@ -109,7 +116,7 @@ type Runner struct {
 	rewards  []AgentReward
 
 	sinceCutEnv, sinceCutAgent int
-	buffered                   int // observation rows kept by listed records
+	largeRows                  int // obs values one agent may buffer before the large-batch warning
 
 	totalEnvSteps, totalAgentSteps int64
 	episodesDone, faulty           int64
@@ -117,7 +124,9 @@ type Runner struct {
 	warnedLarge, warnedIdle        bool
 	metrics                        []RolloutMetrics
 	perf                           perfStats
+	started                        int64 // episodes started that count
 	runErr                         error
+	progress                       progress
 	closed                         bool
 }
 
@@ -198,6 +207,14 @@ func New(cfg Config) (*Runner, error) {
 		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
 	}
 	r.target = cfg.FragmentLength * cfg.NumEnvs
+	r.largeRows = math.MaxInt
+	if len(r.policies) > 0 {
+		w := 1
+		for _, p := range r.policies {
+			w = max(w, p.obsW)
+		}
+		r.largeRows = max(1000, cfg.FragmentLength*10) * w
+	}
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
 	return r, nil
@@ -290,7 +307,6 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 func (r *Runner) cut() {
 	r.out.EnvSteps += r.sinceCutEnv
 	keep := r.listed[:0]
-	r.buffered = 0
 	for _, a := range r.listed {
 		r.emit(a)
 		if a.ep == nil { // its episode ended: the record is finished
@@ -301,7 +317,6 @@ func (r *Runner) cut() {
 		a.keepLast()
 		if a.rows() > 0 {
 			keep = append(keep, a)
-			r.buffered += a.rows()
 		} else {
 			a.listed = false
 		}
@@ -354,7 +369,9 @@ func (r *Runner) Step() error {
 		if ep.stepped {
 			ep.stepped = false
 			ep.Length++
-			envSteps++
+			if !ep.extra {
+				envSteps++
+			}
 			r.cb.OnEpisodeStep(r, ep)
 		}
 	}
@@ -402,14 +419,20 @@ func (r *Runner) Step() error {
 	} else if len(r.batch.Agents) > 0 {
 		r.idleSteps = 0
 	}
-	if r.collect && !r.warnedLarge && r.buffered > max(1000, r.cfg.FragmentLength*10) {
-		r.warnedLarge = true
-		r.log.Warn(fmt.Sprintf("envrunner: more than %d observations are buffered in the sampler; "+
-			"check that the environment's episodes end (a time limit), and note that in multi-agent environments "+
-			"rollout_fragment_length counts environment steps, not agent steps, and that batch_mode %s waits for episodes to end",
-			max(1000, r.cfg.FragmentLength*10), r.cfg.BatchMode), "worker", r.cfg.Worker, "buffered", r.buffered)
-	}
+	r.progress.update(r)
 	return nil
+}
+
+// warnLarge warns, once, that an agent's trajectory grows without its episode ending or a
+// fragment cutting it (RLlib's large batch warning).
+func (r *Runner) warnLarge(a *agentRec) {
+	r.warnedLarge = true
+	limit := max(1000, r.cfg.FragmentLength*10)
+	r.log.Warn(fmt.Sprintf("envrunner: more than %d observations of one agent are buffered in the sampler. "+
+		"If this is more than you expected, check that the environment's episodes end (set a time limit); "+
+		"in multi-agent environments rollout_fragment_length counts environment steps, not the steps of "+
+		"one agent, and batch_mode %s waits for episodes to end", limit, r.cfg.BatchMode),
+		"worker", r.cfg.Worker, "episode", a.epsID, "agent", a.id)
 }
 
 // statuses handles the sub-environment statuses of the batch from index from on: faults,
@@ -466,7 +489,11 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 		ep = &Episode{}
 	}
 	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
-	ep.TrainingEnabled = training
+	ep.extra = r.cfg.MaxEpisodes > 0 && r.started >= r.cfg.MaxEpisodes
+	if !ep.extra {
+		r.started++
+	}
+	ep.TrainingEnabled = training && !ep.extra
 	r.episodes[e] = ep
 	r.cb.OnEpisodeCreated(r, ep)
 	r.cb.OnEpisodeStart(r, ep)
@@ -503,8 +530,10 @@ func (r *Runner) addRow(o *env.AgentObs) {
 	if a.pending {
 		a.pending = false
 		a.steps++
-		r.totalAgentSteps++
-		r.sinceCutAgent++
+		if !ep.extra {
+			r.totalAgentSteps++
+			r.sinceCutAgent++
+		}
 		if !ep.stepped {
 			ep.stepped = true
 			r.touched = append(r.touched, ep)

@@ -1,0 +1,223 @@
+package envrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Group runs several runners at once, each on its own goroutine with its own environment
+// shard, sessions and random source (more cores mean more runners, never a shared lock per
+// step), and merges their batches in a fixed order so that a run's output does not depend
+// on timing.
+type Group struct {
+	runners []*Runner
+	owner   map[*MultiAgentBatch]int
+	free    []chan *MultiAgentBatch
+	ran     bool
+}
+
+// GroupOptions configures Group.Run.
+type GroupOptions struct {
+	// Sink receives every batch on the goroutine that called Run, round-robin over the
+	// runners: the first batch of runner 0, the first of runner 1, ..., then the second
+	// ones, skipping runners that have finished. A batch belongs to the sink until it calls
+	// Group.Release (from any goroutine); a runner waits for a free batch when all of its
+	// own are out. An error from Sink stops the run. Nil (or NoSamples runners) means no
+	// batches are built.
+	Sink func(b *MultiAgentBatch) error
+	// BatchesPerRunner is how many batches each runner may have out at once; 0 means 2.
+	BatchesPerRunner int
+}
+
+// NewGroup returns a group of runners; it owns them from now on (Close closes them).
+func NewGroup(runners []*Runner) *Group {
+	return &Group{runners: runners, owner: map[*MultiAgentBatch]int{}}
+}
+
+// Runners returns the group's runners. Read them only when Run is not running, except for
+// their Progress.
+func (g *Group) Runners() []*Runner { return g.runners }
+
+// Release gives a batch handed to the sink back to its runner. It is safe to call from any
+// goroutine, once per batch.
+func (g *Group) Release(b *MultiAgentBatch) {
+	g.free[g.owner[b]] <- b
+}
+
+// Run steps every runner on its own goroutine until each is Done (Config.MaxEnvSteps,
+// Config.MaxEpisodes) or ctx is cancelled, then takes each runner's last partial batch
+// (nothing collected is lost) and returns when every batch went to the sink. The errors
+// of the runners and of the sink are joined; a failing runner stops the others. Run may be
+// called once.
+func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
+	if g.ran {
+		return errors.New("envrunner: Group.Run called twice")
+	}
+	g.ran = true
+	n := len(g.runners)
+	per := opts.BatchesPerRunner
+	if per <= 0 {
+		per = 2
+	}
+	collect := opts.Sink != nil
+	g.free = make([]chan *MultiAgentBatch, n)
+	outs := make([]chan *MultiAgentBatch, n)
+	for i, r := range g.runners {
+		g.free[i] = make(chan *MultiAgentBatch, per)
+		outs[i] = make(chan *MultiAgentBatch, per)
+		if !collect || !r.collect {
+			close(outs[i])
+			continue
+		}
+		for range per {
+			b := &MultiAgentBatch{}
+			g.owner[b] = i
+			g.free[i] <- b
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for i, r := range g.runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out chan *MultiAgentBatch
+			if collect && r.collect {
+				out = outs[i]
+				defer close(out)
+			}
+			if err := g.loop(ctx, r, g.free[i], out); err != nil {
+				errs[i] = fmt.Errorf("worker %d: %w", i, err)
+				cancel()
+			}
+		}()
+	}
+	// Merge round-robin; a closed channel drops out of the rotation.
+	open := make([]bool, n)
+	left := 0
+	for i := range n {
+		if collect && g.runners[i].collect {
+			open[i] = true
+			left++
+		}
+	}
+	for left > 0 {
+		for i := range n {
+			if !open[i] {
+				continue
+			}
+			b, ok := <-outs[i]
+			if !ok {
+				open[i] = false
+				left--
+				continue
+			}
+			if errs[n] == nil {
+				if err := opts.Sink(b); err != nil {
+					errs[n] = fmt.Errorf("sink: %w", err)
+					cancel()
+					g.Release(b)
+				}
+			} else {
+				g.Release(b)
+			}
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loop steps one runner until it is done or ctx is cancelled, sending full batches to out.
+func (g *Group) loop(ctx context.Context, r *Runner, free <-chan *MultiAgentBatch, out chan<- *MultiAgentBatch) error {
+	take := func() {
+		b := <-free
+		r.Take(b)
+		out <- b
+	}
+	var err error
+	for !r.Done() && ctx.Err() == nil {
+		if err = r.Step(); err != nil {
+			break
+		}
+		if out != nil && r.Ready() {
+			take()
+		}
+	}
+	if out != nil {
+		take() // the last partial batch; an empty one is harmless
+	}
+	return err
+}
+
+// Counters returns the sum of the runners' counters. Call it after Run.
+func (g *Group) Counters() Counters {
+	var c Counters
+	for _, r := range g.runners {
+		rc := r.Counters()
+		c.EnvSteps += rc.EnvSteps
+		c.AgentSteps += rc.AgentSteps
+		c.Episodes += rc.Episodes
+		c.FaultyEpisodes += rc.FaultyEpisodes
+		c.Steps += rc.Steps
+	}
+	return c
+}
+
+// Progress returns the sum of the runners' progress; safe while Run runs.
+func (g *Group) Progress() Progress {
+	var p Progress
+	for _, r := range g.runners {
+		rp := r.Progress()
+		p.EnvSteps += rp.EnvSteps
+		p.AgentSteps += rp.AgentSteps
+		p.Episodes += rp.Episodes
+		p.ReturnSum += rp.ReturnSum
+	}
+	return p
+}
+
+// Metrics appends the runners' episode metrics (runner 0's first) to dst. Call it after Run.
+func (g *Group) Metrics(dst []RolloutMetrics) []RolloutMetrics {
+	for _, r := range g.runners {
+		dst = r.Metrics(dst)
+	}
+	return dst
+}
+
+// PerfStats returns the runners' perf stats averaged, weighted by their steps. Call it
+// after Run.
+func (g *Group) PerfStats() PerfStats {
+	var s PerfStats
+	var total float64
+	for _, r := range g.runners {
+		w := float64(r.perf.iters)
+		p := r.PerfStats()
+		s.MeanRawObsProcessingMs += w * p.MeanRawObsProcessingMs
+		s.MeanInferenceMs += w * p.MeanInferenceMs
+		s.MeanActionProcessingMs += w * p.MeanActionProcessingMs
+		s.MeanEnvWaitMs += w * p.MeanEnvWaitMs
+		s.MeanEnvRenderMs += w * p.MeanEnvRenderMs
+		total += w
+	}
+	if total > 0 {
+		s.MeanRawObsProcessingMs /= total
+		s.MeanInferenceMs /= total
+		s.MeanActionProcessingMs /= total
+		s.MeanEnvWaitMs /= total
+		s.MeanEnvRenderMs /= total
+	}
+	return s
+}
+
+// Close closes every runner.
+func (g *Group) Close() error {
+	var errs []error
+	for _, r := range g.runners {
+		errs = append(errs, r.Close())
+	}
+	return errors.Join(errs...)
+}
