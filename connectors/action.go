@@ -20,6 +20,15 @@ type ActionConfig struct {
 	NormalizeActions bool
 	// ClipActions (RLlib's clip_actions) clips Box actions to the action space's bounds.
 	ClipActions bool
+	// SkipLogp, when not exploring, leaves out the log-probability of the mode (LogP then
+	// returns 0): a greedy run that records no training data saves its cost.
+	SkipLogp bool
+}
+
+// modeOnly is implemented by distributions whose mode is cheaper without its
+// log-probability.
+type modeOnly interface {
+	ModeOnly(in, action []float32)
 }
 
 // ActionPipeline turns one batch of distribution inputs into actions. Its buffers hold one
@@ -101,6 +110,24 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 			copy(di[i*w+n:(i+1)*w], ls)
 		}
 	}
+	if mo, ok := p.dist.(modeOnly); ok && !p.cfg.Explore && p.cfg.SkipLogp {
+		for i := range batch {
+			mo.ModeOnly(di[i*w:(i+1)*w], p.policy[i*n:(i+1)*n])
+		}
+		clear(p.logp[:batch])
+	} else {
+		p.computeRows(rng, di, batch)
+	}
+	if p.box != nil {
+		for i := range batch {
+			p.transform(p.actions[i*n:(i+1)*n], p.policy[i*n:(i+1)*n])
+		}
+	}
+}
+
+// computeRows samples or takes the mode of each row, with its log-probability.
+func (p *ActionPipeline) computeRows(rng *rand.Rand, di []float32, batch int) {
+	w, n := p.dist.InputSize(), p.dist.ActionSize()
 	for i := range batch {
 		in, a := di[i*w:(i+1)*w], p.policy[i*n:(i+1)*n]
 		var lp float64
@@ -110,11 +137,6 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 			lp = p.dist.Mode(in, a)
 		}
 		p.logp[i] = float32(lp)
-	}
-	if p.box != nil {
-		for i := range batch {
-			p.transform(p.actions[i*n:(i+1)*n], p.policy[i*n:(i+1)*n])
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -224,4 +225,41 @@ func f64(x []float32) []float64 {
 		out[i] = float64(v)
 	}
 	return out
+}
+
+func TestActionPipelineSkipLogp(t *testing.T) {
+	md := &spaces.MultiDiscrete{Nvec: []int64{3, 2}}
+	cases := []struct {
+		dist Distribution
+		act  spaces.Space
+	}{
+		{&Categorical{N: 3}, &spaces.Discrete{N: 3}},
+		{NewMultiCategorical([]int{3, 2}), md},
+	}
+	for _, c := range cases {
+		w := c.dist.InputSize()
+		rng := rand.New(rand.NewPCG(3, 4))
+		out := make([]float32, 16*w)
+		for i := range out {
+			out[i] = float32(rng.NormFloat64())
+		}
+		full, err := NewActionPipeline(c.dist, c.act, ActionConfig{}, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip, err := NewActionPipeline(c.dist, c.act, ActionConfig{SkipLogp: true}, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full.Compute(nil, 16, out, nil)
+		skip.Compute(nil, 16, out, nil)
+		for i := range 16 {
+			if !slices.Equal(full.Action(i), skip.Action(i)) {
+				t.Fatalf("%s row %d: action %v with SkipLogp, %v without", c.dist.Name(), i, skip.Action(i), full.Action(i))
+			}
+			if skip.LogP(i) != 0 || full.LogP(i) >= 0 {
+				t.Fatalf("%s row %d: logp %v with SkipLogp, %v without", c.dist.Name(), i, skip.LogP(i), full.LogP(i))
+			}
+		}
+	}
 }

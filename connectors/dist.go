@@ -169,6 +169,13 @@ func (c *Categorical) Mode(in, action []float32) float64 {
 	return float64(in[i]) - logSumExp(in)
 }
 
+// ModeOnly writes the argmax into action without computing its log-probability.
+func (c *Categorical) ModeOnly(in, action []float32) {
+	checkLen("Categorical.Mode", "in", len(in), c.N)
+	checkLen("Categorical.Mode", "action", len(action), 1)
+	action[0] = float32(int64(argmax(in)) + c.Start)
+}
+
 // LogProb returns log softmax(in)[action-Start], or -Inf for an action outside the range.
 func (c *Categorical) LogProb(in, action []float32) float64 {
 	checkLen("Categorical.LogProb", "in", len(in), c.N)
@@ -238,6 +245,17 @@ func (m *MultiCategorical) Mode(in, action []float32) float64 {
 		off += n
 	}
 	return lp
+}
+
+// ModeOnly writes each component's argmax into action without computing log-probabilities.
+func (m *MultiCategorical) ModeOnly(in, action []float32) {
+	checkLen("MultiCategorical.Mode", "in", len(in), m.sum)
+	checkLen("MultiCategorical.Mode", "action", len(action), len(m.Nvec))
+	off := 0
+	for j, n := range m.Nvec {
+		action[j] = float32(argmax(in[off : off+n]))
+		off += n
+	}
 }
 
 // LogProb returns the sum of the components' log-probabilities.
