@@ -524,7 +524,15 @@ func (r *Runner) addRow(o *env.AgentObs) {
 		return // a done agent reported again; nothing to do
 	}
 	p := a.pol
-	a.lastObs, a.lastInfo, a.lastReward = o.Obs, o.Info, o.Reward
+	done := o.Terminated || o.Truncated
+	obs := o.Obs
+	if done {
+		// The final observation is read after this step's resets, which may reuse the
+		// environment's buffer it points into: keep a copy.
+		a.final = append(a.final[:0], o.Obs...)
+		obs = a.final
+	}
+	a.lastObs, a.lastInfo, a.lastReward = obs, o.Info, o.Reward
 	a.reward += o.Reward
 	ep.TotalReward += o.Reward
 	if a.pending {
@@ -548,9 +556,8 @@ func (r *Runner) addRow(o *env.AgentObs) {
 			a.n++
 		}
 	}
-	done := o.Terminated || o.Truncated
 	a.done = done
-	ro := row{rec: a, obs: o.Obs, reward: o.Reward}
+	ro := row{rec: a, obs: obs, reward: o.Reward}
 	// A final observation needs the model only for the value that bootstraps a truncated
 	// episode.
 	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !o.Terminated) {
