@@ -19,8 +19,10 @@ type Episode struct {
 	// TotalReward is the sum of the rewards of all agents so far.
 	TotalReward float64
 	// CustomMetrics are reported with the episode's RolloutMetrics (RLlib's custom_metrics).
+	// The runner makes the map; callbacks write into it.
 	CustomMetrics map[string]float64
-	// UserData is free for callbacks (RLlib's user_data); cleared when the episode is reused.
+	// UserData is free for callbacks (RLlib's user_data): a map the runner makes, cleared when
+	// the episode is reused.
 	UserData map[string]any
 	// TrainingEnabled is false for an episode whose data is left out of the sample batches
 	// (an ExternalEnv episode started with training disabled).

@@ -488,6 +488,9 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 	} else {
 		ep = &Episode{}
 	}
+	if ep.CustomMetrics == nil || ep.UserData == nil { // callbacks write into them, as in RLlib
+		ep.CustomMetrics, ep.UserData = map[string]float64{}, map[string]any{}
+	}
 	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
 	ep.extra = r.cfg.MaxEpisodes > 0 && r.started >= r.cfg.MaxEpisodes
 	if !ep.extra {
