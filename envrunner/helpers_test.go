@@ -2,6 +2,7 @@ package envrunner_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ import (
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/inference"
 	"github.com/onnxrl/sampler/models"
+	"github.com/onnxrl/sampler/spaces"
 )
 
 // needORT skips the test when the ONNX Runtime library cannot be loaded.
@@ -186,4 +188,63 @@ func (m *cartPoleModel) next(tb testing.TB, obs []float32, action float32) ([]fl
 	res, err := m.c.Step([]float32{action}, out)
 	require.NoError(tb, err)
 	return out, res.Terminated
+}
+
+// directNet runs a policy's model directly, one row at a time, for reference values.
+type directNet struct {
+	sess              *inference.Session
+	obs, act, value   *inference.Tensor
+	stateIn, stateOut []*inference.Tensor
+}
+
+func newDirectNet(tb testing.TB, p *models.Policy) *directNet {
+	tb.Helper()
+	sess, err := inference.NewSession(p.Model, inference.Options{Capacity: 1, IntraOpThreads: 1})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = sess.Close() })
+	require.NoError(tb, sess.SetBatch(1))
+	n := &directNet{sess: sess}
+	n.obs, err = sess.Input(p.Spec.ObservationInput)
+	require.NoError(tb, err)
+	n.act, err = sess.Output(p.Spec.ActionOutput)
+	require.NoError(tb, err)
+	n.value, err = sess.Output(p.Spec.ValueOutput)
+	require.NoError(tb, err)
+	for _, sp := range p.Spec.State {
+		in, err := sess.Input(sp.Input)
+		require.NoError(tb, err)
+		out, err := sess.Output(sp.Output)
+		require.NoError(tb, err)
+		n.stateIn, n.stateOut = append(n.stateIn, in), append(n.stateOut, out)
+	}
+	return n
+}
+
+// run runs one row: the observation and the states going in (nil: zeros). It returns copies
+// of the action output row, the value and the states coming out.
+func (n *directNet) run(tb testing.TB, obs []float32, states [][]float32) (act []float32, value float32, out [][]float32) {
+	tb.Helper()
+	copy(n.obs.Float32(), obs)
+	for k, t := range n.stateIn {
+		if states == nil {
+			clear(t.Float32())
+		} else {
+			copy(t.Float32(), states[k])
+		}
+	}
+	require.NoError(tb, n.sess.Run())
+	for _, t := range n.stateOut {
+		out = append(out, slices.Clone(t.Float32()))
+	}
+	return slices.Clone(n.act.Float32()), n.value.Float32()[0], out
+}
+
+// randomPolicies are random policies for RandomEnv's default spaces (Box(-1, 1, (4,)),
+// Discrete(2)).
+func randomPolicies(ids ...envrunner.PolicyID) map[envrunner.PolicyID]envrunner.PolicyConfig {
+	m := map[envrunner.PolicyID]envrunner.PolicyConfig{}
+	for _, id := range ids {
+		m[id] = envrunner.PolicyConfig{Random: true, ObservationSpace: spaces.NewBox(-1, 1, 4), ActionSpace: &spaces.Discrete{N: 2}}
+	}
+	return m
 }
