@@ -41,7 +41,8 @@ type Config struct {
 	// Policies maps policy ids to their configuration; at least one.
 	Policies map[PolicyID]PolicyConfig
 	// PolicyMapping maps an agent of an episode to its policy, once per agent and episode.
-	// Nil is allowed with one policy (every agent maps to it).
+	// Nil is allowed with one policy (every agent maps to it). Returning an id that is not
+	// in Policies is a programmer error: Step panics.
 	PolicyMapping func(agent env.AgentID, ep *Episode) PolicyID
 	// Seed seeds the runner's random source (action sampling, episode ids). Runners of one
 	// run differ by Worker; the environments are seeded by their BaseEnv.
