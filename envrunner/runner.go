@@ -171,7 +171,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.MaxSeqLen == 0 {
 		cfg.MaxSeqLen = 20
 	}
-	if cfg.PerfEMA < 0 || cfg.PerfEMA > 1 {
+	if !(cfg.PerfEMA >= 0 && cfg.PerfEMA <= 1) { // NaN too
 		return nil, fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
 	}
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
