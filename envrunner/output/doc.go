@@ -1,0 +1,54 @@
+// Package output writes sample batches as JSON lines in RLlib's offline JSON layout, so that
+// experience collected by the sampler can be read by RLlib's JsonReader (or json.loads).
+//
+// # Format
+//
+// Each line is one JSON object, columns uncompressed. A batch of the single default policy is
+// a SampleBatch:
+//
+//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}
+//
+// anything else a MultiAgentBatch whose "count" is the number of environment steps:
+//
+//	{"type":"MultiAgentBatch","count":N,"policy_batches":{"<policy>":{<columns>},...}}
+//
+// Columns come in a fixed order (obs, new_obs, actions, rewards, terminateds, truncateds,
+// eps_id, env_id, agent_index, t, action_dist_inputs, action_logp, vf_preds, state_in_k,
+// state_out_k, seq_lens, advantages, value_targets), the optional ones only when the batch has
+// them. Vector columns are lists of rows. Actions of Discrete spaces are a flat list of
+// integers, of MultiDiscrete and MultiBinary spaces rows of integers, of other spaces rows of
+// floats. Floats are float32 values in their shortest form that reads back to the same
+// float32; NaN and infinities are written NaN, Infinity and -Infinity, which Python's json
+// module (and so RLlib) reads. The same batch always gives the same bytes.
+//
+// AppendJSON encodes into a caller's buffer without allocating; Decode reads a line back (for
+// tests and tools), inferring integer actions and widths from the line.
+//
+// # Writing files
+//
+// A Writer encodes and writes batches on a goroutine of its own:
+//
+//	w, err := output.NewWriter("out/x.jsonl", output.Options{
+//		MaxFileSize: 64 << 20,
+//		OnWritten:   func(m *envrunner.MultiAgentBatch) { free <- m }, // recycle the batch
+//	})
+//	...
+//	for m := range batches {
+//		if err := w.Write(m); err != nil { ... } // blocks while the queue is full
+//	}
+//	err = w.Close() // writes out the queue, flushes, fsyncs
+//
+// Ownership: Write hands the batch over; the caller must not touch it until OnWritten gives it
+// back (every accepted batch comes back exactly once, in order, even when writing failed).
+// The queue is bounded: a producer faster than the disk waits in Write, nothing is dropped.
+//
+// Rotation: with Options.MaxFileSize set, the first file is exactly the given path; once a
+// file has reached MaxFileSize bytes, the next line starts a new file named after the path
+// with a six-digit counter before the extension: x.jsonl, x-000001.jsonl, x-000002.jsonl, ...
+// A line is never split across files, so every file is valid on its own.
+//
+// Flushing: Flush waits for everything queued so far to be written and handed to the
+// operating system; Close does the same, then fsyncs and closes the file. A write error (disk
+// full, a file that cannot be created) is sticky: it names the file and is returned by the
+// next Write, Flush and Close, and producers are never left blocked by a failed writer.
+package output

@@ -1,0 +1,366 @@
+package output
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/spaces"
+)
+
+// AppendJSON appends the JSON form of m (one line, without the trailing newline) to dst and
+// returns the extended buffer.
+//
+// When m has exactly one policy with rows and that policy is envrunner.DefaultPolicyID, the
+// line is a plain SampleBatch, {"type":"SampleBatch",<columns>}, as RLlib's
+// MultiAgentBatch.wrap_as_needed would return it (m.EnvSteps is not written then). Otherwise it
+// is {"type":"MultiAgentBatch","count":<m.EnvSteps>,"policy_batches":{"<id>":{<columns>},...}}
+// with the policies that have rows, in sorted order of their ids.
+//
+// The same batch always gives the same bytes. AppendJSON allocates nothing when dst has room
+// for the line (and m has at most 16 policies with rows). It panics when a policy batch's
+// columns do not match its Count and widths (a programmer error; see
+// envrunner.SampleBatch.Validate).
+func AppendJSON(dst []byte, m *envrunner.MultiAgentBatch) []byte {
+	// The ids of the policies with rows. A stack array covers the usual handful of policies so
+	// that encoding allocates nothing; more policies spill to the heap.
+	var idBuf [16]string
+	ids := idBuf[:0]
+	for id, b := range m.PolicyBatches {
+		if b != nil && b.Count > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 1 && ids[0] == envrunner.DefaultPolicyID {
+		return AppendSampleBatchJSON(dst, m.PolicyBatches[ids[0]], true)
+	}
+	slices.Sort(ids)
+	dst = append(dst, `{"type":"MultiAgentBatch","count":`...)
+	dst = strconv.AppendInt(dst, int64(m.EnvSteps), 10)
+	dst = append(dst, `,"policy_batches":{`...)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, id)
+		dst = append(dst, ':')
+		dst = AppendSampleBatchJSON(dst, m.PolicyBatches[id], false)
+	}
+	return append(dst, "}}"...)
+}
+
+// AppendSampleBatchJSON appends the JSON object of one sample batch to dst and returns the
+// extended buffer. With withType the object starts with "type":"SampleBatch" (a line of its
+// own); without it, it is the form used inside "policy_batches".
+//
+// Columns come in a fixed order: obs, new_obs, actions, rewards, terminateds, truncateds,
+// eps_id, env_id, agent_index, t, then action_dist_inputs, action_logp, vf_preds,
+// state_in_0.., state_out_0.., seq_lens, advantages, value_targets, where the optional ones
+// are left out when empty. It panics when the columns do not match b.Count and the widths.
+func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) []byte {
+	if err := checkLayout(b); err != nil {
+		panic(err)
+	}
+	n := b.Count
+	dst = append(dst, '{')
+	if withType {
+		dst = append(dst, `"type":"SampleBatch",`...)
+	}
+	dst = appendRows(dst, `"obs":`, b.Obs, n, b.ObsWidth)
+	dst = appendRows(dst, `,"new_obs":`, b.NewObs, n, b.ObsWidth)
+	dst = appendActions(dst, b)
+	dst = appendFloats(dst, `,"rewards":`, b.Rewards)
+	dst = appendBools(dst, `,"terminateds":`, b.Terminateds)
+	dst = appendBools(dst, `,"truncateds":`, b.Truncateds)
+	dst = append(dst, `,"eps_id":[`...)
+	for i, v := range b.EpsID {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, v, 10)
+	}
+	dst = append(dst, ']')
+	dst = appendInt32s(dst, `,"env_id":`, b.EnvID)
+	dst = appendInt32s(dst, `,"agent_index":`, b.AgentIndex)
+	dst = appendInt32s(dst, `,"t":`, b.T)
+	if len(b.ActionDistInputs) > 0 {
+		dst = appendRows(dst, `,"action_dist_inputs":`, b.ActionDistInputs, n, b.DistWidth)
+	}
+	if len(b.ActionLogp) > 0 {
+		dst = appendFloats(dst, `,"action_logp":`, b.ActionLogp)
+	}
+	if len(b.VfPreds) > 0 {
+		dst = appendFloats(dst, `,"vf_preds":`, b.VfPreds)
+	}
+	for k, w := range b.StateWidths {
+		dst = append(dst, `,"state_in_`...)
+		dst = strconv.AppendInt(dst, int64(k), 10)
+		dst = appendRows(dst, `":`, b.StateIn[k], n, w)
+	}
+	for k, w := range b.StateWidths {
+		dst = append(dst, `,"state_out_`...)
+		dst = strconv.AppendInt(dst, int64(k), 10)
+		dst = appendRows(dst, `":`, b.StateOut[k], n, w)
+	}
+	if len(b.SeqLens) > 0 {
+		dst = appendInt32s(dst, `,"seq_lens":`, b.SeqLens)
+	}
+	if len(b.Advantages) > 0 {
+		dst = appendFloats(dst, `,"advantages":`, b.Advantages)
+	}
+	if len(b.ValueTargets) > 0 {
+		dst = appendFloats(dst, `,"value_targets":`, b.ValueTargets)
+	}
+	return append(dst, '}')
+}
+
+// checkLayout reports the first column whose length does not match the batch's Count and
+// widths, the condition under which the encoder can write every column row by row. It
+// allocates only when it fails.
+func checkLayout(b *envrunner.SampleBatch) error {
+	n := b.Count
+	if n < 0 {
+		return fmt.Errorf("output: sample batch has Count %d", n)
+	}
+	if b.ObsWidth < 0 || b.ActionWidth < 0 || b.DistWidth < 0 {
+		return fmt.Errorf("output: sample batch has a negative width (obs %d, action %d, dist %d)",
+			b.ObsWidth, b.ActionWidth, b.DistWidth)
+	}
+	type col struct {
+		name     string
+		got, w   int
+		optional bool
+	}
+	cols := [...]col{
+		{"obs", len(b.Obs), b.ObsWidth, false},
+		{"new_obs", len(b.NewObs), b.ObsWidth, false},
+		{"actions", len(b.Actions), b.ActionWidth, false},
+		{"rewards", len(b.Rewards), 1, false},
+		{"terminateds", len(b.Terminateds), 1, false},
+		{"truncateds", len(b.Truncateds), 1, false},
+		{"eps_id", len(b.EpsID), 1, false},
+		{"env_id", len(b.EnvID), 1, false},
+		{"agent_index", len(b.AgentIndex), 1, false},
+		{"t", len(b.T), 1, false},
+		{"action_dist_inputs", len(b.ActionDistInputs), b.DistWidth, true},
+		{"action_logp", len(b.ActionLogp), 1, true},
+		{"vf_preds", len(b.VfPreds), 1, true},
+		{"advantages", len(b.Advantages), 1, true},
+		{"value_targets", len(b.ValueTargets), 1, true},
+	}
+	for _, c := range cols {
+		if c.got != n*c.w && (!c.optional || c.got != 0) {
+			return fmt.Errorf("output: sample batch column %s has %d values, want %d (%d rows of %d)",
+				c.name, c.got, n*c.w, n, c.w)
+		}
+	}
+	if len(b.StateIn) < len(b.StateWidths) || len(b.StateOut) < len(b.StateWidths) {
+		return fmt.Errorf("output: sample batch has %d state widths but %d state_in and %d state_out columns",
+			len(b.StateWidths), len(b.StateIn), len(b.StateOut))
+	}
+	for k, w := range b.StateWidths {
+		if w < 0 {
+			return fmt.Errorf("output: sample batch state %d has width %d", k, w)
+		}
+		if got := len(b.StateIn[k]); got != n*w {
+			return fmt.Errorf("output: sample batch column state_in_%d has %d values, want %d (%d rows of %d)",
+				k, got, n*w, n, w)
+		}
+		if got := len(b.StateOut[k]); got != n*w {
+			return fmt.Errorf("output: sample batch column state_out_%d has %d values, want %d (%d rows of %d)",
+				k, got, n*w, n, w)
+		}
+	}
+	return nil
+}
+
+// appendRows writes key and n rows of width w of the flat column col as a list of lists.
+func appendRows(dst []byte, key string, col []float32, n, w int) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		for j, v := range col[i*w : i*w+w] {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendFloat(dst, v)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, ']')
+}
+
+// appendActions writes the actions column: integers for the integer spaces (a flat list for
+// Discrete, a list of rows for MultiDiscrete and MultiBinary), rows of floats for the rest.
+func appendActions(dst []byte, b *envrunner.SampleBatch) []byte {
+	n, w := b.Count, b.ActionWidth
+	switch b.ActionSpace.(type) {
+	case *spaces.Discrete:
+		if w == 1 {
+			dst = append(dst, `,"actions":[`...)
+			for i, v := range b.Actions[:n] {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendIntValue(dst, v)
+			}
+			return append(dst, ']')
+		}
+	case *spaces.MultiDiscrete, *spaces.MultiBinary:
+	default:
+		return appendRows(dst, `,"actions":`, b.Actions, n, w)
+	}
+	dst = append(dst, `,"actions":[`...)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		for j, v := range b.Actions[i*w : i*w+w] {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendIntValue(dst, v)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, ']')
+}
+
+// maxExactInt is 2^53: every integral float32 up to it converts to int64 exactly.
+const maxExactInt = 1 << 53
+
+// appendIntValue writes an action of an integer space as a JSON integer. A value that is not
+// an integer (NaN, 0.5, beyond 2^53) cannot come from a valid action; it is written as a
+// float so that nothing is lost.
+func appendIntValue(dst []byte, v float32) []byte {
+	if f := float64(v); f == math.Trunc(f) && math.Abs(f) <= maxExactInt {
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
+	return appendFloat(dst, v)
+}
+
+func appendFloats(dst []byte, key string, col []float32) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, v := range col {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendFloat(dst, v)
+	}
+	return append(dst, ']')
+}
+
+func appendBools(dst []byte, key string, col []bool) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, v := range col {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if v {
+			dst = append(dst, "true"...)
+		} else {
+			dst = append(dst, "false"...)
+		}
+	}
+	return append(dst, ']')
+}
+
+func appendInt32s(dst []byte, key string, col []int32) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, v := range col {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(v), 10)
+	}
+	return append(dst, ']')
+}
+
+// smallInt bounds the integers that appendFloat writes with strconv.AppendInt: the shortest
+// 'g' form of a float32 switches to an exponent at 1e6, below it the two write the same digits.
+const smallInt = 1e6
+
+// appendFloat writes v as the shortest decimal that reads back as the same float32
+// (strconv's 'g' format), with NaN, Infinity and -Infinity for the values JSON has no number
+// for (Python's json module reads them).
+func appendFloat(dst []byte, v float32) []byte {
+	switch {
+	case v != v:
+		return append(dst, "NaN"...)
+	case v > math.MaxFloat32:
+		return append(dst, "Infinity"...)
+	case v < -math.MaxFloat32:
+		return append(dst, "-Infinity"...)
+	}
+	// Small integers (rewards of 1, one-hot and grid observations) are common, and AppendInt
+	// writes them several times faster than the float formatter, with the same bytes. Negative
+	// zero keeps its sign through AppendFloat ("-0").
+	if v > -smallInt && v < smallInt {
+		if i := int32(v); float32(i) == v && (i != 0 || !math.Signbit(float64(v))) {
+			return strconv.AppendInt(dst, int64(i), 10)
+		}
+	}
+	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string. Control characters, quotes and backslashes are
+// escaped, and so are U+2028 and U+2029; bytes that are not valid UTF-8 become \ufffd, so the
+// result is valid JSON for any s.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,333 @@
+package output
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/onnxrl/sampler/envrunner"
+)
+
+// ErrClosed is returned by Write and Flush after Close.
+var ErrClosed = errors.New("output: writer closed")
+
+// DefaultQueueSize is the queue length of a Writer whose Options.QueueSize is 0.
+const DefaultQueueSize = 4
+
+// bufferSize is the size of the bufio.Writer in front of the file. Lines of a few thousand
+// rows are larger; bufio writes those straight through when its buffer is empty.
+const bufferSize = 256 << 10
+
+// Options configure a Writer.
+type Options struct {
+	// MaxFileSize starts a new file once the current one has reached this many bytes; a line
+	// is never split, so a file ends with the line that took it to the limit or beyond.
+	// 0 writes everything to one file. RLlib's JSON writer uses 64 MiB (64 << 20).
+	MaxFileSize int64
+	// QueueSize is the number of batches that Write can hand over before it blocks
+	// (DefaultQueueSize when 0).
+	QueueSize int
+	// OnWritten, when set, gets back every batch that Write accepted, once, in order, on the
+	// writer goroutine, after the batch was encoded (or dropped because the writer had
+	// failed): from then on the caller may reuse it. It must not call the Writer's methods.
+	OnWritten func(*envrunner.MultiAgentBatch)
+}
+
+// Stats counts what a Writer has written.
+type Stats struct {
+	// Lines and Bytes count the lines (one per batch with rows) and their bytes, newlines
+	// included, handed to the file buffer.
+	Lines, Bytes int64
+	// Files is the number of files opened.
+	Files int
+}
+
+// Writer writes MultiAgentBatches as JSON lines (see AppendJSON) from a goroutine of its own,
+// so that sampling does not wait for encoding and disk writes.
+//
+// Write, Flush and Close may be called from several goroutines; batches from different
+// goroutines are written in the order in which their Write calls hand them over.
+// Stats and Files may be called at any time.
+type Writer struct {
+	path      string
+	maxSize   int64
+	onWritten func(*envrunner.MultiAgentBatch)
+
+	// mu is held for reading while a producer sends on queue and for writing to close it,
+	// so that no send can meet a closed channel.
+	mu     sync.RWMutex
+	closed bool
+	queue  chan item
+	done   chan struct{} // closed when the goroutine has finished
+	result error         // what Close returns; set before done is closed
+
+	errMu sync.Mutex
+	err   error // the first write error, sticky
+
+	lines, bytes atomic.Int64
+	filesMu      sync.Mutex
+	files        []string
+
+	// Owned by the goroutine.
+	f    *os.File // nil once closed
+	bw   *bufio.Writer
+	size int64 // bytes in the current file
+	buf  []byte
+}
+
+// item is a batch to write or, with flush set, a request to flush that is answered on flush.
+type item struct {
+	batch *envrunner.MultiAgentBatch
+	flush chan error
+}
+
+// NewWriter creates the file at path (truncating it, and creating its directory when
+// missing) and starts the writer goroutine. Close must be called to write everything out
+// and to end the goroutine.
+func NewWriter(path string, opts Options) (*Writer, error) {
+	if opts.MaxFileSize < 0 {
+		return nil, fmt.Errorf("output: negative MaxFileSize %d", opts.MaxFileSize)
+	}
+	if opts.QueueSize < 0 {
+		return nil, fmt.Errorf("output: negative QueueSize %d", opts.QueueSize)
+	}
+	if opts.QueueSize == 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	f, err := createFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	w := &Writer{
+		path:      path,
+		maxSize:   opts.MaxFileSize,
+		onWritten: opts.OnWritten,
+		queue:     make(chan item, opts.QueueSize),
+		done:      make(chan struct{}),
+		files:     []string{path},
+		f:         f,
+		bw:        bufio.NewWriterSize(f, bufferSize),
+	}
+	go w.run()
+	return w, nil
+}
+
+func createFile(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// RotatedName returns the name of file i (from 1) after path: x.jsonl gives x-000001.jsonl,
+// x-000002.jsonl, ...; a path without an extension gives x-000001.
+func RotatedName(path string, i int) string {
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-%06d%s", path[:len(path)-len(ext)], i, ext)
+}
+
+// Write hands m to the writer goroutine, blocking while the queue is full. The caller must not
+// touch m until Options.OnWritten gives it back (or, without OnWritten, until Flush or Close
+// has returned). A batch without rows writes nothing, but still goes through OnWritten.
+//
+// Write returns an error, without taking m, when a policy batch's columns do not match its
+// Count and widths, after Close (ErrClosed), and once writing has failed: that error is
+// sticky and names the file. A nil return means m was queued, not that it reached the disk;
+// Flush and Close report what happened.
+func (w *Writer) Write(m *envrunner.MultiAgentBatch) error {
+	if m == nil {
+		return errors.New("output: Write of a nil batch")
+	}
+	for _, b := range m.PolicyBatches {
+		if b == nil {
+			continue
+		}
+		if err := checkLayout(b); err != nil {
+			return err
+		}
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if err := w.stickyErr(); err != nil {
+		return err
+	}
+	w.queue <- item{batch: m}
+	return nil
+}
+
+// Flush waits until every batch queued before it has been written and the file buffer has
+// been handed to the operating system (it does not fsync; Close does). It returns the sticky
+// write error, if any, or ErrClosed after Close.
+func (w *Writer) Flush() error {
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return ErrClosed
+	}
+	ack := make(chan error, 1)
+	w.queue <- item{flush: ack}
+	w.mu.RUnlock()
+	return <-ack
+}
+
+// Close writes out the queued batches, flushes, fsyncs and closes the file, and ends the
+// goroutine. It returns the first write error, if any; later calls return the same.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.queue)
+	}
+	w.mu.Unlock()
+	<-w.done
+	return w.result
+}
+
+// Stats returns the counters so far.
+func (w *Writer) Stats() Stats {
+	w.filesMu.Lock()
+	n := len(w.files)
+	w.filesMu.Unlock()
+	return Stats{Lines: w.lines.Load(), Bytes: w.bytes.Load(), Files: n}
+}
+
+// Files returns the names of the files opened so far, in order: path, then the rotated names.
+func (w *Writer) Files() []string {
+	w.filesMu.Lock()
+	defer w.filesMu.Unlock()
+	return append([]string(nil), w.files...)
+}
+
+func (w *Writer) stickyErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// fail records the first error, naming the file.
+func (w *Writer) fail(name string, err error) {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = fmt.Errorf("output: %w", err) // it names the file already
+	} else {
+		err = fmt.Errorf("output: %s: %w", name, err)
+	}
+	w.errMu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.errMu.Unlock()
+}
+
+func (w *Writer) current() string {
+	w.filesMu.Lock()
+	defer w.filesMu.Unlock()
+	return w.files[len(w.files)-1]
+}
+
+// run is the writer goroutine.
+func (w *Writer) run() {
+	defer close(w.done)
+	for it := range w.queue {
+		if it.flush != nil {
+			if w.stickyErr() == nil {
+				if err := w.bw.Flush(); err != nil {
+					w.fail(w.current(), err)
+				}
+			}
+			it.flush <- w.stickyErr()
+			continue
+		}
+		w.write(it.batch)
+		if w.onWritten != nil {
+			w.onWritten(it.batch)
+		}
+	}
+	w.result = w.finish()
+}
+
+// write encodes m into the reused buffer and writes it as one line, starting a new file
+// first when the current one is full. After a failure batches are dropped.
+func (w *Writer) write(m *envrunner.MultiAgentBatch) {
+	if w.stickyErr() != nil || m.Rows() == 0 {
+		return
+	}
+	w.buf = AppendJSON(w.buf[:0], m)
+	w.buf = append(w.buf, '\n')
+	if w.maxSize > 0 && w.size >= w.maxSize {
+		if !w.rotate() {
+			return
+		}
+	}
+	if _, err := w.bw.Write(w.buf); err != nil {
+		w.fail(w.current(), err)
+		return
+	}
+	n := int64(len(w.buf))
+	w.size += n
+	w.lines.Add(1)
+	w.bytes.Add(n)
+}
+
+// rotate closes the current file and opens the next one.
+func (w *Writer) rotate() bool {
+	if err := w.closeFile(); err != nil {
+		w.fail(w.current(), err)
+		return false
+	}
+	w.filesMu.Lock()
+	name := RotatedName(w.path, len(w.files))
+	w.filesMu.Unlock()
+	f, err := createFile(name)
+	if err != nil {
+		w.fail(name, err)
+		return false
+	}
+	w.filesMu.Lock()
+	w.files = append(w.files, name)
+	w.filesMu.Unlock()
+	w.f, w.size = f, 0
+	w.bw.Reset(f)
+	return true
+}
+
+// closeFile flushes, fsyncs and closes the current file.
+func (w *Writer) closeFile() error {
+	f := w.f
+	w.f = nil
+	err := w.bw.Flush()
+	if err == nil {
+		err = f.Sync()
+		// Pipes and character devices (--out /dev/stdout) cannot be synced; that is no failure.
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+			err = nil
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// finish closes the file at the end of the goroutine and returns the first error.
+func (w *Writer) finish() error {
+	if w.f != nil {
+		if w.stickyErr() == nil {
+			if err := w.closeFile(); err != nil {
+				w.fail(w.current(), err)
+			}
+		} else {
+			w.f.Close() // the error that stopped the writer is the one to report
+			w.f = nil
+		}
+	}
+	return w.stickyErr()
+}
