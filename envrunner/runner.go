@@ -444,8 +444,12 @@ func (r *Runner) statuses(from int) {
 		ep := r.episodeAt(st.Env)
 		switch {
 		case st.Err != nil:
-			if ep != nil {
+			if ep != nil && !ep.ended {
 				r.fault(ep)
+			} else {
+				// A reset failed: the episode that ended before it is whole and finishes
+				// as usual; the one that could not start counts as faulty (as in RLlib).
+				r.faulty++
 			}
 			r.resets = append(r.resets, st.Env)
 			if from > 0 { // the reset itself failed: try again next step
