@@ -1,5 +1,6 @@
 // Command sample is the sampler's command-line interface.
 //
+//	sample run [--env NAME] [--model M|random] ...  sample an environment with a policy (see sample run -h)
 //	sample inspect MODEL                       inputs, outputs, metadata and the resolved policy spec
 //	sample infer --model M --input FILE        run a model on JSON inputs, print JSON outputs
 //	sample version                             versions of the sampler and the ONNX Runtime in use
@@ -30,6 +31,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"run", "step environments with a policy, build sample batches, print a summary", runRun},
 		{"inspect", "show a model's inputs, outputs, metadata and resolved policy spec", runInspect},
 		{"infer", "run a model on inputs from a JSON file and print the outputs as JSON", runInfer},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},

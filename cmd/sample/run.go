@@ -1,0 +1,495 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/onnxrl/sampler/connectors"
+	"github.com/onnxrl/sampler/env"
+	_ "github.com/onnxrl/sampler/env/classic" // registers the classic environments
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
+	"github.com/onnxrl/sampler/spaces"
+)
+
+// defaultModels maps environments to their bundled default policy.
+var defaultModels = map[string]string{
+	"CartPole-v1":        "cartpole_mlp",
+	"MultiAgentCartPole": "cartpole_mlp",
+	"StatelessCartPole":  "lstm_policy",
+	"Pendulum-v1":        "pendulum_gaussian",
+}
+
+// runFlags are the flags of sample run.
+type runFlags struct {
+	env, envConfig, model, out, device, batchMode, countBy, maxFileSize string
+	numEnvs, workers, fragment, threads                                 int
+	steps, episodes                                                     int64
+	seed                                                                uint64
+	explore, normalize, clip, gae, jsonOut, remote, restart, progress   bool
+	gamma, lambda                                                       float64
+}
+
+const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	f := &runFlags{}
+	fs := newFlags("run", runArgs, stderr)
+	fs.StringVar(&f.env, "env", "CartPole-v1", "registered environment name (see 'sample run --list-envs')")
+	fs.StringVar(&f.envConfig, "env-config", "", "environment config as key=value,key=value")
+	fs.StringVar(&f.model, "model", "", "policy: an .onnx path, a bundled model name, or 'random' (default: the env's bundled policy)")
+	fs.IntVar(&f.numEnvs, "num-envs", 1, "sub-environments in all (split over the workers)")
+	fs.IntVar(&f.workers, "workers", 1, "runners, each on its own goroutine with its own envs and session")
+	fs.Int64Var(&f.steps, "steps", 0, "stop after this many env steps (default 10000 when --episodes is not set)")
+	fs.Int64Var(&f.episodes, "episodes", 0, "stop after this many finished episodes")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed: sub-environment i is seeded with seed+i, runner w's actions with (seed, w)")
+	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy, the mode)")
+	fs.BoolVar(&f.normalize, "normalize-actions", true, "map Box actions from [-1, 1] to the action space's bounds (RLlib's normalize_actions)")
+	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches to this JSON lines file (RLlib's offline format)")
+	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
+	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
+	fs.StringVar(&f.batchMode, "batch-mode", envrunner.TruncateEpisodes, "truncate_episodes or complete_episodes")
+	fs.StringVar(&f.countBy, "count-steps-by", envrunner.EnvSteps, "env_steps or agent_steps")
+	fs.BoolVar(&f.gae, "gae", false, "add advantages and value_targets (GAE) to the batches")
+	fs.Float64Var(&f.gamma, "gamma", 0.99, "GAE discount")
+	fs.Float64Var(&f.lambda, "lambda", 0.95, "GAE lambda")
+	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
+	fs.IntVar(&f.threads, "threads", 1, "ONNX Runtime intra-op threads per session (0: the runtime's default)")
+	fs.BoolVar(&f.remote, "remote", false, "step each sub-environment on its own goroutine (RemoteVectorEnv)")
+	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
+	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
+	fs.BoolVar(&f.progress, "progress", true, "show progress while running (only when stdout is a terminal)")
+	listEnvs := fs.Bool("list-envs", false, "list the registered environments and exit")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if *listEnvs {
+		return nil, errListEnvs
+	}
+	if len(pos) > 0 {
+		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	switch {
+	case f.numEnvs < 1:
+		return nil, usagef("--num-envs %d: want >= 1", f.numEnvs)
+	case f.workers < 1:
+		return nil, usagef("--workers %d: want >= 1", f.workers)
+	case f.workers > f.numEnvs:
+		return nil, usagef("--workers %d is more than --num-envs %d: every worker needs a sub-environment", f.workers, f.numEnvs)
+	case f.steps < 0 || f.episodes < 0:
+		return nil, usagef("--steps and --episodes must not be negative")
+	case f.steps > 0 && f.episodes > 0:
+		return nil, usagef("give --steps or --episodes, not both")
+	case f.fragment < 1:
+		return nil, usagef("--fragment-length %d: want >= 1", f.fragment)
+	case f.threads < 0:
+		return nil, usagef("--threads %d: want >= 0", f.threads)
+	case f.batchMode != envrunner.TruncateEpisodes && f.batchMode != envrunner.CompleteEpisodes:
+		return nil, usagef("--batch-mode %q: want truncate_episodes or complete_episodes", f.batchMode)
+	case f.countBy != envrunner.EnvSteps && f.countBy != envrunner.AgentSteps:
+		return nil, usagef("--count-steps-by %q: want env_steps or agent_steps", f.countBy)
+	case !(f.gamma >= 0 && f.gamma <= 1) || !(f.lambda >= 0 && f.lambda <= 1):
+		return nil, usagef("--gamma and --lambda must be in [0, 1]")
+	}
+	if f.steps == 0 && f.episodes == 0 {
+		f.steps = 10000
+	}
+	return f, nil
+}
+
+var errListEnvs = errors.New("list envs")
+
+// parseSize reads a byte size: a number with an optional KiB/MiB/GiB (or K/M/G, KB/MB/GB as
+// powers of 1000) suffix.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with KiB, MiB or GiB)", s)
+	}
+	return n * mult, nil
+}
+
+// envInfo is what sample run learns from the environment's first instance.
+type envInfo struct {
+	agents   []env.AgentID // nil for single-agent kinds
+	obs, act spaces.Space
+}
+
+// probeEnv makes the environment once and reads its spaces; every agent of a multi-agent
+// environment must share them (one policy serves them all).
+func probeEnv(name string, cfg env.Config) (*envInfo, error) {
+	raw, err := env.Make(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := raw.(io.Closer); ok {
+		defer c.Close()
+	}
+	info := &envInfo{}
+	switch e := raw.(type) {
+	case env.Env:
+		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
+	case env.VectorEnv:
+		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
+	case env.MultiAgentEnv:
+		info.agents = e.PossibleAgents()
+		if len(info.agents) == 0 {
+			return nil, fmt.Errorf("environment %s has no agents", name)
+		}
+		info.obs, info.act = e.ObservationSpace(info.agents[0]), e.ActionSpace(info.agents[0])
+		for _, a := range info.agents[1:] {
+			if !spaces.Equal(e.ObservationSpace(a), info.obs) || !spaces.Equal(e.ActionSpace(a), info.act) {
+				return nil, fmt.Errorf("environment %s: agent %q has other spaces than agent %q; sample run maps every agent to one policy", name, a, info.agents[0])
+			}
+		}
+	default:
+		return nil, fmt.Errorf("environment %s is a %T; sample run needs an Env, VectorEnv or MultiAgentEnv", name, raw)
+	}
+	if info.obs == nil || info.act == nil {
+		return nil, fmt.Errorf("environment %s has no observation or action space", name)
+	}
+	return info, nil
+}
+
+// runSetup is everything sample run builds before it samples.
+type runSetup struct {
+	f       *runFlags
+	info    *envInfo
+	policy  *models.Policy // nil for random
+	model   string         // what to call the model in the summary
+	group   *envrunner.Group
+	shards  []int
+	cleanup []func()
+}
+
+func (s *runSetup) close() {
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		s.cleanup[i]()
+	}
+}
+
+func buildRun(f *runFlags) (_ *runSetup, err error) {
+	s := &runSetup{f: f}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	cfg, err := env.ParseConfig(f.envConfig)
+	if err != nil {
+		return nil, usagef("--env-config: %v", err)
+	}
+	if s.info, err = probeEnv(f.env, cfg); err != nil {
+		return nil, err
+	}
+	if _, err := inference.ParseDevice(f.device); err != nil {
+		return nil, usagef("--device: %v", err)
+	}
+	model := f.model
+	if model == "" {
+		var ok bool
+		if model, ok = defaultModels[f.env]; !ok {
+			return nil, usagef("no bundled policy for %s; pass --model PATH or --model random", f.env)
+		}
+	}
+	s.model = model
+	pc := envrunner.PolicyConfig{ObservationSpace: s.info.obs, ActionSpace: s.info.act,
+		Action: connectors.ActionConfig{Explore: f.explore, NormalizeActions: f.normalize, ClipActions: f.clip}}
+	if model == "random" {
+		pc.Random = true
+	} else {
+		if err := inference.Init(); err != nil {
+			return nil, err
+		}
+		if s.policy, err = loadPolicy(model); err != nil {
+			return nil, err
+		}
+		pc.Policy = s.policy
+		pc.Session = inference.Options{Device: f.device, IntraOpThreads: f.threads, InterOpThreads: 1}
+	}
+	var gae *envrunner.GAE
+	if f.gae {
+		gae = &envrunner.GAE{Gamma: f.gamma, Lambda: f.lambda}
+	}
+	runners := make([]*envrunner.Runner, 0, f.workers)
+	s.cleanup = append(s.cleanup, func() {
+		for _, r := range runners {
+			r.Close()
+		}
+	})
+	first := 0
+	for w := range f.workers {
+		n := f.numEnvs / f.workers
+		if w < f.numEnvs%f.workers {
+			n++
+		}
+		s.shards = append(s.shards, n)
+		opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(f.seed + uint64(first)), RestartFailedSubEnvironments: f.restart}
+		mk := func(int) (any, error) { return env.Make(f.env, cfg) }
+		var be env.BaseEnv
+		if f.remote {
+			be, err = env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts})
+		} else {
+			be, err = env.ToBaseEnv(mk, opts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: f.seed, Worker: w,
+			Policies:       map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc},
+			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
+			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
+		r, err := envrunner.New(rc)
+		if err != nil {
+			be.Stop()
+			return nil, err
+		}
+		runners = append(runners, r)
+		first += n
+	}
+	s.group = envrunner.NewGroup(runners)
+	return s, nil
+}
+
+// share splits total over workers: worker w's part (the first total%workers get one more).
+func share(total int64, workers, w int) int64 {
+	if total <= 0 {
+		return 0
+	}
+	n := total / int64(workers)
+	if int64(w) < total%int64(workers) {
+		n++
+	}
+	return n
+}
+
+// runSummary is the JSON summary of sample run (DESIGN.md's CLI contract).
+type runSummary struct {
+	Env               string              `json:"env"`
+	Model             string              `json:"model"`
+	NumEnvs           int                 `json:"num_envs"`
+	Workers           int                 `json:"workers"`
+	Explore           bool                `json:"explore"`
+	Seed              uint64              `json:"seed"`
+	EnvSteps          int64               `json:"env_steps"`
+	AgentSteps        int64               `json:"agent_steps"`
+	Episodes          int64               `json:"episodes"`
+	FaultyEpisodes    int64               `json:"num_faulty_episodes"`
+	EpisodeReturnMean float64             `json:"episode_return_mean"`
+	EpisodeReturnMin  float64             `json:"episode_return_min"`
+	EpisodeReturnMax  float64             `json:"episode_return_max"`
+	EpisodeLenMean    float64             `json:"episode_len_mean"`
+	Seconds           float64             `json:"seconds"`
+	StepsPerSec       float64             `json:"steps_per_sec"`
+	Perf              envrunner.PerfStats `json:"perf"`
+	Out               []string            `json:"out,omitempty"`
+	Batches           int64               `json:"batches"`
+	Rows              int64               `json:"rows"`
+	Interrupted       bool                `json:"interrupted,omitempty"`
+}
+
+func runRun(args []string, stdout, stderr io.Writer) error {
+	f, err := parseRunFlags(args, stderr)
+	if errors.Is(err, errListEnvs) {
+		for _, n := range env.Names() {
+			fmt.Fprintln(stdout, n)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	maxSize, err := parseSize(f.maxFileSize)
+	if err != nil {
+		return usagef("--max-file-size: %v", err)
+	}
+	s, err := buildRun(f)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	var w *output.Writer
+	var batches, rows int64
+	sink := func(b *envrunner.MultiAgentBatch) error {
+		batches++
+		rows += int64(b.Rows())
+		s.group.Release(b)
+		return nil
+	}
+	if f.out != "" {
+		w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize, OnWritten: s.group.Release})
+		if err != nil {
+			return err
+		}
+		sink = func(b *envrunner.MultiAgentBatch) error {
+			if b.Rows() == 0 {
+				s.group.Release(b)
+				return nil
+			}
+			batches++
+			rows += int64(b.Rows())
+			return w.Write(b)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan struct{})
+	if f.progress && !f.jsonOut && isTerminal(stdout) {
+		go showProgress(stdout, s.group, f, done)
+	} else {
+		close(done)
+		done = nil
+	}
+	start := time.Now()
+	runErr := s.group.Run(ctx, envrunner.GroupOptions{Sink: sink})
+	elapsed := time.Since(start)
+	if done != nil {
+		done <- struct{}{}
+		<-done
+	}
+	var closeErr error
+	var files []string
+	if w != nil {
+		closeErr = w.Close()
+		files = w.Files()
+	}
+	if err := errors.Join(runErr, closeErr); err != nil {
+		return err
+	}
+	sum := summarize(s, elapsed)
+	sum.Out, sum.Batches, sum.Rows = files, batches, rows
+	sum.Interrupted = ctx.Err() != nil
+	if f.jsonOut {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(sum)
+	}
+	printSummary(stdout, sum)
+	return nil
+}
+
+func summarize(s *runSetup, elapsed time.Duration) runSummary {
+	f := s.f
+	c := s.group.Counters()
+	sum := runSummary{Env: f.env, Model: s.model, NumEnvs: f.numEnvs, Workers: f.workers, Explore: f.explore, Seed: f.seed,
+		EnvSteps: c.EnvSteps, AgentSteps: c.AgentSteps, FaultyEpisodes: c.FaultyEpisodes,
+		Seconds: elapsed.Seconds(), Perf: s.group.PerfStats()}
+	ms := s.group.Metrics(nil)
+	// With --episodes, exactly that many count (the runners stop starting episodes that
+	// count once their share started, so none is left out by its length).
+	if f.episodes > 0 && int64(len(ms)) > f.episodes {
+		ms = ms[:f.episodes]
+	}
+	sum.Episodes = int64(len(ms))
+	if len(ms) > 0 {
+		sum.EpisodeReturnMin, sum.EpisodeReturnMax = math.Inf(1), math.Inf(-1)
+		var ret, length float64
+		for _, m := range ms {
+			ret += m.EpisodeReturn
+			length += float64(m.EpisodeLength)
+			sum.EpisodeReturnMin = min(sum.EpisodeReturnMin, m.EpisodeReturn)
+			sum.EpisodeReturnMax = max(sum.EpisodeReturnMax, m.EpisodeReturn)
+		}
+		sum.EpisodeReturnMean = ret / float64(len(ms))
+		sum.EpisodeLenMean = length / float64(len(ms))
+	}
+	if elapsed > 0 {
+		sum.StepsPerSec = float64(c.EnvSteps) / elapsed.Seconds()
+	}
+	return sum
+}
+
+func printSummary(w io.Writer, s runSummary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("env", fmt.Sprintf("%s (%d sub-environments, %d workers)", s.Env, s.NumEnvs, s.Workers))
+	row("model", fmt.Sprintf("%s (explore=%v)", s.Model, s.Explore))
+	row("env steps", fmt.Sprint(s.EnvSteps))
+	row("agent steps", fmt.Sprint(s.AgentSteps))
+	row("episodes", fmt.Sprint(s.Episodes))
+	if s.FaultyEpisodes > 0 {
+		row("faulty episodes", fmt.Sprint(s.FaultyEpisodes))
+	}
+	if s.Episodes > 0 {
+		row("episode return", fmt.Sprintf("mean %.2f  min %.2f  max %.2f", s.EpisodeReturnMean, s.EpisodeReturnMin, s.EpisodeReturnMax))
+		row("episode length", fmt.Sprintf("mean %.1f", s.EpisodeLenMean))
+	}
+	row("time", fmt.Sprintf("%.2fs", s.Seconds))
+	row("throughput", fmt.Sprintf("%.0f env steps/s", s.StepsPerSec))
+	row("per step (ms)", fmt.Sprintf("env wait %.4f  obs processing %.4f  inference %.4f  action processing %.4f",
+		s.Perf.MeanEnvWaitMs, s.Perf.MeanRawObsProcessingMs, s.Perf.MeanInferenceMs, s.Perf.MeanActionProcessingMs))
+	if len(s.Out) > 0 {
+		row("output", fmt.Sprintf("%s (%d batches, %d rows)", strings.Join(s.Out, ", "), s.Batches, s.Rows))
+	}
+	if s.Interrupted {
+		row("interrupted", "yes (everything sampled so far was written)")
+	}
+	tw.Flush()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// showProgress redraws one status line a few times a second until done is signalled, then
+// clears it and signals back.
+func showProgress(w io.Writer, g *envrunner.Group, f *runFlags, done chan struct{}) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-done:
+			fmt.Fprint(w, "\r\033[K")
+			done <- struct{}{}
+			return
+		case <-tick.C:
+			p := g.Progress()
+			line := fmt.Sprintf("%d env steps  %.0f steps/s  %d episodes", p.EnvSteps, float64(p.EnvSteps)/time.Since(start).Seconds(), p.Episodes)
+			if p.Episodes > 0 {
+				line += fmt.Sprintf("  return mean %.2f", p.ReturnSum/float64(p.Episodes))
+			}
+			switch {
+			case f.steps > 0:
+				line += fmt.Sprintf("  [%3.0f%%]", 100*float64(p.EnvSteps)/float64(f.steps))
+			case f.episodes > 0:
+				line += fmt.Sprintf("  [%3.0f%%]", 100*float64(min(p.Episodes, f.episodes))/float64(f.episodes))
+			}
+			fmt.Fprint(w, "\r\033[K"+line)
+		}
+	}
+}
