@@ -52,7 +52,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.envConfig, "env-config", "", "environment config as key=value,key=value")
 	fs.StringVar(&f.model, "model", "", "policy: an .onnx path, a bundled model name, or 'random' (default: the env's bundled policy)")
 	fs.IntVar(&f.numEnvs, "num-envs", 1, "sub-environments in all (split over the workers)")
-	fs.IntVar(&f.workers, "workers", 1, "runners, each on its own goroutine with its own envs and session")
+	fs.IntVar(&f.workers, "workers", 1, "runners working in parallel, each with its own sub-environments and session")
 	fs.Int64Var(&f.steps, "steps", 0, "stop after this many env steps (default 10000 when --episodes is not set)")
 	fs.Int64Var(&f.episodes, "episodes", 0, "stop after this many finished episodes")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed: sub-environment i is seeded with seed+i, runner w's actions with (seed, w)")
