@@ -69,7 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Float64Var(&f.lambda, "lambda", 0.95, "GAE lambda")
 	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
 	fs.IntVar(&f.threads, "threads", 1, "ONNX Runtime intra-op threads per session (0: the runtime's default)")
-	fs.BoolVar(&f.remote, "remote", false, "step each sub-environment on its own goroutine (RemoteVectorEnv)")
+	fs.BoolVar(&f.remote, "remote", false, "step the sub-environments concurrently (RemoteVectorEnv)")
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress while running (only when stdout is a terminal)")
