@@ -16,11 +16,10 @@ build:
 onnxruntime:
 	bash scripts/install-onnxruntime.sh
 
-# The main job: for now, inspect the bundled CartPole policy and run it once.
+# The main job: the bundled CartPole-v1 policy, greedy, 100 episodes over 16 sub-environments,
+# ending in the summary table.
 run: onnxruntime build
-	./bin/sample version
-	./bin/sample inspect cartpole_mlp
-	./bin/sample infer --model cartpole_mlp --input cmd/sample/testdata/cartpole_obs.json
+	./bin/sample run --env CartPole-v1 --num-envs 16 --episodes 100 --explore=false
 
 vet:
 	$(GO) vet ./...
@@ -37,6 +36,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./spaces/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadBytes$$' -fuzztime $(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./envrunner/output/
+	$(GO) test -run '^$$' -fuzz '^FuzzAgentChain$$' -fuzztime $(FUZZTIME) ./connectors/
 
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
