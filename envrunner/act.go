@@ -181,8 +181,15 @@ func (r *Runner) finish(ep *Episode) {
 	r.progress.returnSum += ep.TotalReward
 	r.cb.OnEpisodeEnd(r, ep)
 	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length, EpisodeReturn: ep.TotalReward}
-	if len(ep.agents) > 1 {
-		m.AgentReturns = ep.AgentRewards(nil)
+	if n := len(ep.agents); n > 1 {
+		// The callers keep the metrics: cut them from a slab that is never written twice,
+		// rather than allocating (and growing) a slice per episode.
+		if cap(r.rewards)-len(r.rewards) < n {
+			r.rewards = make([]AgentReward, 0, max(256, n))
+		}
+		off := len(r.rewards)
+		r.rewards = ep.AgentRewards(r.rewards)
+		m.AgentReturns = r.rewards[off:len(r.rewards):len(r.rewards)]
 	}
 	if len(ep.CustomMetrics) > 0 {
 		m.CustomMetrics = maps.Clone(ep.CustomMetrics)

@@ -1,0 +1,140 @@
+package envrunner_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/models"
+)
+
+// allocCase is a runner configuration whose steady state should not allocate.
+type allocCase struct {
+	name, model, env string
+	envCfg           env.Config
+	cfg              envrunner.Config
+}
+
+func allocCases() []allocCase {
+	return []allocCase{
+		{name: "cartpole", model: "cartpole_mlp", env: "CartPole-v1"},
+		{name: "cartpole_gae_complete", model: "cartpole_mlp", env: "CartPole-v1",
+			cfg: envrunner.Config{GAE: &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}, BatchMode: envrunner.CompleteEpisodes}},
+		{name: "lstm", model: "lstm_policy", env: "StatelessCartPole", envCfg: env.Config{"max_episode_steps": 50},
+			cfg: envrunner.Config{GAE: &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}}},
+		{name: "multiagent_cartpole", model: "cartpole_mlp", env: "MultiAgentCartPole", envCfg: env.Config{"num_agents": 3},
+			cfg: envrunner.Config{CountStepsBy: envrunner.AgentSteps}},
+		{name: "random_policy", env: "RandomEnv", envCfg: env.Config{"min_episode_len": 5, "max_episode_len": 40}},
+	}
+}
+
+// allocRunner builds the case's runner over numEnvs sub-environments.
+func allocRunner(tb testing.TB, c allocCase, numEnvs, frag int) *envrunner.Runner {
+	tb.Helper()
+	cfg := c.cfg
+	cfg.Env = makeEnv(tb, c.env, c.envCfg, envOpts{numEnvs: numEnvs, seed: 1})
+	cfg.NumEnvs, cfg.FragmentLength, cfg.Seed = numEnvs, frag, 1
+	if c.model == "" {
+		cfg.Policies = randomPolicies(envrunner.DefaultPolicyID)
+	} else {
+		var p *models.Policy = bundledPolicy(tb, c.model)
+		cfg.Policies = singlePolicy(p, true)
+	}
+	return newRunner(tb, cfg)
+}
+
+// TestSteadyStateAllocations: once warm, Sample into the same batch allocates less than 0.01
+// times per environment step (16 sub-environments, 512 env steps per fragment).
+func TestSteadyStateAllocations(t *testing.T) {
+	if underRace {
+		t.Skip("the race detector allocates")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	const envs, frag = 16, 32
+	for _, c := range allocCases() {
+		t.Run(c.name, func(t *testing.T) {
+			r := allocRunner(t, c, envs, frag)
+			var mb envrunner.MultiAgentBatch
+			var ms []envrunner.RolloutMetrics
+			// Warm up: the episode and record pools, trajectories and batch columns grow to
+			// their working sizes.
+			for range 100 {
+				require.NoError(t, r.Sample(&mb))
+				ms = r.Metrics(ms[:0])
+			}
+			c0 := r.Counters()
+			const runs = 20
+			allocs := testing.AllocsPerRun(runs, func() {
+				if err := r.Sample(&mb); err != nil {
+					panic(err)
+				}
+				ms = r.Metrics(ms[:0]) // metrics are handed over, as a caller would
+			})
+			steps := float64(r.Counters().EnvSteps-c0.EnvSteps) / (runs + 1)
+			perStep := allocs / steps
+			t.Logf("%.2f allocations per Sample of %.0f env steps: %.5f per env step", allocs, steps, perStep)
+			require.Less(t, perStep, 0.01)
+		})
+	}
+}
+
+// BenchmarkSample measures Sample on CartPole-v1 with the bundled policy: env steps per
+// second and allocations per fragment.
+func BenchmarkSample(b *testing.B) {
+	for _, c := range allocCases() {
+		for _, envs := range []int{16, 64} {
+			b.Run(fmt.Sprintf("%s/envs=%d", c.name, envs), func(b *testing.B) {
+				r := allocRunner(b, c, envs, 32)
+				var mb envrunner.MultiAgentBatch
+				var ms []envrunner.RolloutMetrics
+				for range 5 {
+					require.NoError(b, r.Sample(&mb))
+				}
+				before := r.Counters().EnvSteps
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if err := r.Sample(&mb); err != nil {
+						b.Fatal(err)
+					}
+					ms = r.Metrics(ms[:0])
+				}
+				steps := float64(r.Counters().EnvSteps - before)
+				b.ReportMetric(steps/b.Elapsed().Seconds(), "steps/s")
+			})
+		}
+	}
+}
+
+// The per-agent returns of multi-agent episodes are cut from one slab: each episode's slice
+// is its own, and a caller appending to one does not overwrite the next.
+func TestAgentReturnsDoNotAlias(t *testing.T) {
+	r := newRunner(t, envrunner.Config{Env: makeEnv(t, "RandomMultiAgentEnv", env.Config{"num_agents": 3, "min_episode_len": 2, "max_episode_len": 6, "reward_is_step": true},
+		envOpts{numEnvs: 2, seed: 3}), NumEnvs: 2, Policies: randomPolicies(envrunner.DefaultPolicyID), FragmentLength: 600})
+	var mb envrunner.MultiAgentBatch
+	require.NoError(t, r.Sample(&mb))
+	ms := r.Metrics(nil)
+	require.Greater(t, len(ms), 2*256/3, "enough episodes to fill more than one slab")
+	want := make([][]envrunner.AgentReward, len(ms))
+	for i, m := range ms {
+		require.Len(t, m.AgentReturns, 3)
+		want[i] = slices.Clone(m.AgentReturns)
+		sum := 0.0
+		for _, ar := range m.AgentReturns {
+			sum += ar.Reward
+		}
+		require.Equal(t, m.EpisodeReturn, sum, "episode %d", i)
+	}
+	for i := range ms {
+		ms[i].AgentReturns = append(ms[i].AgentReturns, envrunner.AgentReward{Agent: "intruder", Reward: -1})
+	}
+	for i := range ms {
+		require.Equal(t, want[i], ms[i].AgentReturns[:3], "episode %d", i)
+	}
+}
