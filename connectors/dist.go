@@ -104,6 +104,44 @@ func argmax(x []float32) int {
 // sampleLogits draws an index from softmax(logits) by inverting the cumulative distribution
 // and returns it with its log-probability.
 func sampleLogits(rng *rand.Rand, logits []float32) (int, float64) {
+	var buf [16]float64
+	if len(logits) > len(buf) {
+		return sampleLogitsLong(rng, logits)
+	}
+	// One exp per logit: e[i] = exp(v_i - max), drawn against u * sum(e).
+	m := math.Inf(-1)
+	for _, v := range logits {
+		m = max(m, float64(v))
+	}
+	if math.IsInf(m, 0) || math.IsNaN(m) {
+		return sampleLogitsLong(rng, logits)
+	}
+	e := buf[:len(logits)]
+	sum := 0.0
+	for i, v := range logits {
+		e[i] = math.Exp(float64(v) - m)
+		sum += e[i]
+	}
+	lse := m + math.Log(sum)
+	u := rng.Float64() * sum
+	c := 0.0
+	last := 0
+	for i, p := range e {
+		if p <= 0 {
+			continue
+		}
+		last = i
+		c += p
+		if u < c {
+			return i, float64(logits[i]) - lse
+		}
+	}
+	// u fell in the rounding gap above the total: take the last index with mass.
+	return last, float64(logits[last]) - lse
+}
+
+// sampleLogitsLong is sampleLogits for many logits (or infinite ones), without a buffer.
+func sampleLogitsLong(rng *rand.Rand, logits []float32) (int, float64) {
 	lse := logSumExp(logits)
 	u := rng.Float64()
 	c := 0.0
