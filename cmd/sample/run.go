@@ -140,6 +140,7 @@ func parseSize(s string) (int64, error) {
 type envInfo struct {
 	agents   []env.AgentID // nil for single-agent kinds
 	obs, act spaces.Space
+	single   bool // an env.Env
 }
 
 // probeEnv makes the environment once and reads its spaces; every agent of a multi-agent
@@ -156,6 +157,7 @@ func probeEnv(name string, cfg env.Config) (*envInfo, error) {
 	switch e := raw.(type) {
 	case env.Env:
 		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
+		info.single = true
 	case env.VectorEnv:
 		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
 	case env.MultiAgentEnv:
@@ -252,13 +254,7 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 		}
 		s.shards = append(s.shards, n)
 		opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(f.seed + uint64(first)), RestartFailedSubEnvironments: f.restart}
-		mk := func(int) (any, error) { return env.Make(f.env, cfg) }
-		var be env.BaseEnv
-		if f.remote {
-			be, err = env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts})
-		} else {
-			be, err = env.ToBaseEnv(mk, opts)
-		}
+		be, err := makeBaseEnv(f, cfg, s.info, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +272,35 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 	}
 	s.group = envrunner.NewGroup(runners)
 	return s, nil
+}
+
+// makeBaseEnv builds one worker's environment: a RemoteVectorEnv with --remote; single-agent
+// environments as one VectorEnv (its adapter is the cheapest per step); others through
+// env.ToBaseEnv.
+func makeBaseEnv(f *runFlags, cfg env.Config, info *envInfo, opts env.BaseEnvOptions) (env.BaseEnv, error) {
+	mk := func(int) (any, error) { return env.Make(f.env, cfg) }
+	if f.remote {
+		return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts})
+	}
+	if info.single {
+		v, err := env.NewVectorEnv(func(int) (env.Env, error) {
+			raw, err := env.Make(f.env, cfg)
+			if err != nil {
+				return nil, err
+			}
+			e, ok := raw.(env.Env)
+			if !ok {
+				return nil, fmt.Errorf("environment %s made a %T, not an Env", f.env, raw)
+			}
+			return e, nil
+		}, opts.NumEnvs)
+		if err != nil {
+			return nil, err
+		}
+		opts.NumEnvs = 0
+		return env.NewVectorBaseEnv(v, opts)
+	}
+	return env.ToBaseEnv(mk, opts)
 }
 
 // share splits total over workers: worker w's part (the first total%workers get one more).
