@@ -1,4 +1,62 @@
 // Package envrunner is the sampling loop: RLlib's EnvRunner over any env.BaseEnv, with one
 // batched ONNX Runtime run per policy per step, episodes, sample batches, postprocessing
 // (GAE), metrics and perf stats.
+//
+// # A step
+//
+// Runner.Step polls the BaseEnv, takes in every ready agent (its reward completes the
+// transition of its last action), resets the sub-environments whose episode ended (their
+// first observations act in the same step), runs the agent connectors of each agent's policy
+// straight into that policy's observation input, runs each policy's session once over all
+// its ready agents (in chunks of the session's capacity when there are more), turns the
+// outputs into actions, log-probabilities and RNN states with the action connectors, and
+// sends the actions. An agent maps to a policy once per episode (Config.PolicyMapping). A
+// final observation goes through the model only when its value is needed (GAE on a
+// truncated episode).
+//
+// # Sample batches
+//
+// Each agent's trajectory is kept as it grows (RLlib's agent collector) and moved into its
+// policy's SampleBatch when a fragment is cut (TruncateEpisodes: every FragmentLength*NumEnvs
+// steps, counted by env or agent steps, the running episodes are cut and continue in the next
+// batch) or when its episode ends (CompleteEpisodes). Columns: obs and new_obs (the
+// observations as the model sees them, after the agent connectors), actions (as the policy
+// chose them, before unsquash and clip, or the environment's off-policy action),
+// rewards, terminateds, truncateds, eps_id, env_id, agent_index, t, action_dist_inputs,
+// action_logp, vf_preds, state_in_N/state_out_N and seq_lens for recurrent policies, and
+// advantages and value_targets with GAE (bootstrapped with the value of the last
+// observation when the chunk does not end with a termination). Episodes of a failed
+// sub-environment (faulty) and episodes with training disabled leave nothing in the batches.
+//
+// Sample (or Ready and Take) hands a fragment over in a caller-owned MultiAgentBatch whose
+// buffers are reused: passing the same batch back allocates nothing in steady state.
+//
+//	r, err := envrunner.New(envrunner.Config{Env: be, NumEnvs: 8, Seed: 1,
+//		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{
+//			envrunner.DefaultPolicyID: {Policy: policy, Action: connectors.ActionConfig{Explore: true}}},
+//		GAE: &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}})
+//	defer r.Close()
+//	var b envrunner.MultiAgentBatch
+//	for range 10 {
+//		err = r.Sample(&b) // b.PolicyBatches[envrunner.DefaultPolicyID] holds 200*8 rows
+//	}
+//	metrics := r.Metrics(nil) // one RolloutMetrics per finished episode
+//
+// # More cores
+//
+// One goroutine owns one Runner; nothing in it is locked. A Group runs several runners, each
+// on its own goroutine with its own environment shard, sessions and random source, and hands
+// their batches to one sink in a fixed round-robin order, so the merged output of a seeded
+// run does not depend on timing. The envrunner/output package writes batches in RLlib's
+// offline JSON format.
+//
+// # Metrics
+//
+// Metrics returns a RolloutMetrics per finished episode (length, return, per-agent returns,
+// the callbacks' custom metrics); Counters the totals (env and agent steps, episodes, faulty
+// episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
+// raw observation processing, inference, action processing, env wait and env render, as
+// RLlib's sampler perf stats. The runner warns once when one agent buffers more than
+// max(1000, 10*FragmentLength) observations, and once when the environment steps over 1000
+// times without reporting any agent.
 package envrunner

@@ -67,6 +67,7 @@ type policy struct {
 	free   []int
 	next   int
 	rowBuf []float32 // a random policy's processed observation rows; also scratch
+	rows0  int       // trajectory rows a new record has room for (a fragment's worth)
 	actRnd []float32 // a random policy's actions
 	pool   []*agentRec
 }
@@ -203,10 +204,25 @@ func (p *policy) newRec() *agentRec {
 		p.pool = p.pool[:n-1]
 		return a
 	}
+	// Room for a fragment's worth of rows, so that records stop growing once the pool has
+	// enough of them (steady state without allocations).
+	n := p.rows0
 	a := &agentRec{pol: p}
+	a.obs = make([]float32, 0, n*p.obsW)
+	a.actions = make([]float32, 0, n*p.actW)
+	a.rewards, a.terms, a.truncs = make([]float32, 0, n), make([]bool, 0, n), make([]bool, 0, n)
+	if !p.random {
+		a.logp, a.dist = make([]float32, 0, n), make([]float32, 0, n*p.distW)
+	}
+	if p.hasValue {
+		a.vf = make([]float32, 0, n)
+	}
 	if k := len(p.stateW); k > 0 {
 		a.stateIn = make([][]float32, k)
 		a.stateOut = make([][]float32, k)
+		for s, w := range p.stateW {
+			a.stateIn[s], a.stateOut[s] = make([]float32, 0, n*w), make([]float32, 0, n*w)
+		}
 	}
 	return a
 }

@@ -190,10 +190,17 @@ func New(cfg Config) (*Runner, error) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		p, err := newPolicy(id, cfg.Policies[id], cfg.NumEnvs)
+		pc := cfg.Policies[id]
+		if cfg.NoSamples {
+			pc.Action.SkipLogp = true // nothing records it
+		}
+		p, err := newPolicy(id, pc, cfg.NumEnvs)
 		if err != nil {
 			r.closePolicies()
 			return nil, err
+		}
+		if !cfg.NoSamples {
+			p.rows0 = min(cfg.FragmentLength+2, 1024)
 		}
 		r.policies = append(r.policies, p)
 		r.byID[id] = p
