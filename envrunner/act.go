@@ -99,7 +99,9 @@ func (r *Runner) send(p *policy, a *agentRec, act []float32) {
 	off := len(r.actBuf)
 	r.actBuf = append(r.actBuf, act...)
 	sent := r.actBuf[off : off+p.actW : off+p.actW]
-	a.lastAct = sent
+	// r.actBuf is refilled in the next step, before OnEpisodeEnd may ask for the last action.
+	a.lastBuf = append(a.lastBuf[:0], act...)
+	a.lastAct = a.lastBuf
 	a.pending = true
 	p.agent.RecordAction(a.slot, sent)
 	r.actions = append(r.actions, env.Action{Env: a.ep.EnvID, Agent: a.id, Action: sent})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/spaces"
 )
 
 // eventRecorder records the callbacks of a runner.
@@ -131,4 +132,42 @@ func TestNoSamples(t *testing.T) {
 	for _, m := range ms {
 		assert.Equal(t, m.EpisodeLength, cb.steps[m.EpisodeID])
 	}
+}
+
+// lastSeen records, at the end of each episode, what the episode says about its agent.
+type lastSeen struct {
+	envrunner.BaseCallbacks
+	action, obs map[int64][]float32
+}
+
+func (c *lastSeen) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
+	c.action[ep.ID] = slices.Clone(ep.LastAction(env.DefaultAgentID))
+	c.obs[ep.ID] = slices.Clone(ep.LastObservation(env.DefaultAgentID))
+}
+
+// In OnEpisodeEnd the episode's last action and observation are those of its final
+// transition, as the batch records them (the other sub-environments acted in the same
+// step).
+func TestLastActionAndObservationAtEpisodeEnd(t *testing.T) {
+	cb := &lastSeen{action: map[int64][]float32{}, obs: map[int64][]float32{}}
+	be := makeEnv(t, "RandomEnv", env.Config{"action_space": `{"type": "Box", "low": -1, "high": 1, "shape": [2]}`,
+		"min_episode_len": 3, "max_episode_len": 12}, envOpts{numEnvs: 4, seed: 6})
+	r := newRunner(t, envrunner.Config{Env: be, NumEnvs: 4, FragmentLength: 25, Callbacks: cb,
+		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {Random: true,
+			ObservationSpace: spaces.NewBox(-1, 1, 4), ActionSpace: spaces.NewBox(-1, 1, 2)}}})
+	ended := 0
+	for _, mb := range sampleBatches(t, r, 4) {
+		b := mb.PolicyBatches[envrunner.DefaultPolicyID]
+		for _, c := range checkChunks(t, b) {
+			last := c.end - 1
+			if !done(b, last) {
+				continue
+			}
+			ended++
+			require.Contains(t, cb.action, c.epsID)
+			assert.Equal(t, envrunner.Row(b.Actions, 2, last), cb.action[c.epsID], "episode %d: LastAction in OnEpisodeEnd", c.epsID)
+			assert.Equal(t, envrunner.Row(b.NewObs, 4, last), cb.obs[c.epsID], "episode %d: LastObservation in OnEpisodeEnd", c.epsID)
+		}
+	}
+	assert.Positive(t, ended)
 }

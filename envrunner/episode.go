@@ -144,6 +144,7 @@ type agentRec struct {
 	lastReward float64
 	lastAct    []float32
 	final      []float32 // a copy of the final observation (storage kept across reuse)
+	lastBuf    []float32 // a copy of the last action (storage kept across reuse)
 
 	// Trajectory since the last cut.
 	obs      []float32 // rows o_0..o_k (ObsWidth each)
