@@ -77,7 +77,11 @@ func TestGAE(t *testing.T) {
 			p := bundledPolicy(t, tc.model)
 			net := newDirectNet(t, p)
 			const envs = 4
-			r := newRunner(t, envrunner.Config{Env: makeEnv(t, tc.env, env.Config{"max_episode_steps": tc.maxSteps}, envOpts{numEnvs: envs, seed: 31}),
+			be := makeEnv(t, tc.env, env.Config{"max_episode_steps": tc.maxSteps}, envOpts{numEnvs: envs, seed: 31})
+			if tc.env == "CartPole-v1" {
+				be = pushing(be) // terminations whatever the policy
+			}
+			r := newRunner(t, envrunner.Config{Env: be,
 				NumEnvs: envs, Policies: singlePolicy(p, true), FragmentLength: 30, Seed: 4, BatchMode: tc.mode,
 				GAE: &envrunner.GAE{Gamma: tc.gamma, Lambda: tc.lambda}})
 			recurrent := len(p.Spec.State) > 0

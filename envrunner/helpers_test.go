@@ -248,3 +248,40 @@ func randomPolicies(ids ...envrunner.PolicyID) map[envrunner.PolicyID]envrunner.
 	}
 	return m
 }
+
+// pushingEnv makes sub-environment 0 of a CartPole BaseEnv push right on every step,
+// whatever the policy chose, and reports that action with the next observation
+// (OffPolicyAction): its episodes terminate within a few dozen steps however good the
+// policy is, so the tests see terminations.
+type pushingEnv struct {
+	env.BaseEnv
+	acts   []env.Action
+	pushed bool
+}
+
+var pushRight = []float32{1}
+
+func pushing(be env.BaseEnv) env.BaseEnv { return &pushingEnv{BaseEnv: be} }
+
+func (p *pushingEnv) Poll(dst *env.Batch) error {
+	from := len(dst.Agents)
+	err := p.BaseEnv.Poll(dst)
+	for i := from; i < len(dst.Agents); i++ {
+		if a := &dst.Agents[i]; a.Env == 0 && p.pushed {
+			a.OffPolicyAction = pushRight
+		}
+	}
+	p.pushed = false
+	return err
+}
+
+func (p *pushingEnv) SendActions(actions []env.Action) error {
+	p.acts = append(p.acts[:0], actions...)
+	for i := range p.acts {
+		if p.acts[i].Env == 0 {
+			p.acts[i].Action = pushRight
+			p.pushed = true
+		}
+	}
+	return p.BaseEnv.SendActions(p.acts)
+}

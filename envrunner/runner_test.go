@@ -39,7 +39,9 @@ func TestCartPoleBatchIntegrity(t *testing.T) {
 			if tc.maxSteps > 0 {
 				cfg["max_episode_steps"] = tc.maxSteps
 			}
-			r := newRunner(t, envrunner.Config{Env: makeEnv(t, "CartPole-v1", cfg, envOpts{numEnvs: tc.envs, seed: 11}),
+			// Sub-environment 0 always pushes right (the env's own action), so that episodes
+			// terminate whatever the policy.
+			r := newRunner(t, envrunner.Config{Env: pushing(makeEnv(t, "CartPole-v1", cfg, envOpts{numEnvs: tc.envs, seed: 11})),
 				NumEnvs: tc.envs, Policies: singlePolicy(p, true), FragmentLength: tc.frag, Seed: 5})
 			model := newCartPoleModel(t)
 			type open struct {
@@ -74,8 +76,12 @@ func TestCartPoleBatchIntegrity(t *testing.T) {
 					actions[a]++
 					require.True(t, a == 0 || a == 1, "row %d: action %v", i, a)
 					assert.Equal(t, float32(1), b.Rewards[i], "row %d: reward", i)
-					dist := envrunner.Row(b.ActionDistInputs, 2, i)
-					assert.InDelta(t, logSoftmaxAt(dist, int(a)), float64(b.ActionLogp[i]), 1e-5, "row %d: action_logp", i)
+					if b.EnvID[i] == 0 {
+						assert.Equal(t, float32(1), a, "row %d: sub-environment 0 pushes right", i)
+					} else {
+						dist := envrunner.Row(b.ActionDistInputs, 2, i)
+						assert.InDelta(t, logSoftmaxAt(dist, int(a)), float64(b.ActionLogp[i]), 1e-5, "row %d: action_logp", i)
+					}
 					// The recorded transition is the environment's: new_obs follows from obs
 					// and the action, and terminated says whether it left the bounds.
 					next, term := model.next(t, obs, a)
@@ -183,7 +189,7 @@ func TestCompleteEpisodes(t *testing.T) {
 	for _, by := range []string{envrunner.EnvSteps, envrunner.AgentSteps} {
 		t.Run(by, func(t *testing.T) {
 			const envs, frag = 4, 20
-			r := newRunner(t, envrunner.Config{Env: makeEnv(t, "CartPole-v1", env.Config{"max_episode_steps": 35}, envOpts{numEnvs: envs, seed: 21}),
+			r := newRunner(t, envrunner.Config{Env: pushing(makeEnv(t, "CartPole-v1", env.Config{"max_episode_steps": 35}, envOpts{numEnvs: envs, seed: 21})),
 				NumEnvs: envs, Policies: singlePolicy(p, true), FragmentLength: frag, BatchMode: envrunner.CompleteEpisodes,
 				CountStepsBy: by, Seed: 2})
 			inBatch := map[int64]int{}
