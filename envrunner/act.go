@@ -69,7 +69,7 @@ func (r *Runner) plainRows(p *policy) {
 			}
 		}
 	}
-	r.perf.add(&r.perf.rawObs, time.Since(t0))
+	r.perf.add(phRawObs, time.Since(t0))
 }
 
 // randomRows gives the rows uniform random actions.
@@ -83,7 +83,7 @@ func (r *Runner) randomRows(p *policy) {
 		}
 	}
 	t1 := time.Now()
-	r.perf.add(&r.perf.rawObs, t1.Sub(t0))
+	r.perf.add(phRawObs, t1.Sub(t0))
 	for _, ro := range p.infer {
 		act := p.sampleRandom(r.rng)
 		if ro.rec.collect {
@@ -91,7 +91,7 @@ func (r *Runner) randomRows(p *policy) {
 		}
 		r.send(p, ro.rec, act)
 	}
-	r.perf.add(&r.perf.action, time.Since(t1))
+	r.perf.add(phAction, time.Since(t1))
 }
 
 // send queues the agent's action for SendActions.
@@ -138,13 +138,13 @@ func (r *Runner) inferRows(p *policy) {
 			st.Gather(p.slots[:m])
 		}
 		t1 := time.Now()
-		r.perf.add(&r.perf.rawObs, t1.Sub(t0))
+		r.perf.add(phRawObs, t1.Sub(t0))
 		if err := p.sess.Run(); err != nil {
 			r.runErr = err
 			return
 		}
 		t2 := time.Now()
-		r.perf.add(&r.perf.inference, t2.Sub(t1))
+		r.perf.add(phInference, t2.Sub(t1))
 		p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
 		var vals []float32
 		if p.hasValue {
@@ -168,7 +168,7 @@ func (r *Runner) inferRows(p *policy) {
 			}
 			r.send(p, a, act.Action(j))
 		}
-		r.perf.add(&r.perf.action, time.Since(t2))
+		r.perf.add(phAction, time.Since(t2))
 	}
 }
 
@@ -179,6 +179,34 @@ func (r *Runner) finish(ep *Episode) {
 		r.drop(ep)
 		return
 	}
+	r.endEpisode(ep)
+	if r.complete && r.collect && ep.TrainingEnabled {
+		r.out.EnvSteps += ep.Length
+	}
+	for _, a := range ep.agents {
+		if a.slot >= 0 {
+			a.pol.release(a.slot)
+			a.slot = -1
+		}
+		a.ep = nil
+		if r.complete {
+			r.emit(a)
+		}
+		if !a.listed {
+			a.pol.putRec(a)
+		}
+	}
+	r.recycle(ep)
+}
+
+// endEpisode calls OnEpisodeEnd and records the episode's metrics, once. The runner calls it
+// as soon as the episode's last step is taken in, before the sub-environment's next episode
+// starts (as RLlib does); the episode's data follows after the step's inference.
+func (r *Runner) endEpisode(ep *Episode) {
+	if ep.endCalled || ep.extra {
+		return
+	}
+	ep.endCalled = true
 	r.episodesDone++
 	r.progress.returnSum += ep.TotalReward
 	r.cb.OnEpisodeEnd(r, ep)
@@ -197,23 +225,6 @@ func (r *Runner) finish(ep *Episode) {
 		m.CustomMetrics = maps.Clone(ep.CustomMetrics)
 	}
 	r.metrics = append(r.metrics, m)
-	if r.complete && r.collect && ep.TrainingEnabled {
-		r.out.EnvSteps += ep.Length
-	}
-	for _, a := range ep.agents {
-		if a.slot >= 0 {
-			a.pol.release(a.slot)
-			a.slot = -1
-		}
-		a.ep = nil
-		if r.complete {
-			r.emit(a)
-		}
-		if !a.listed {
-			a.pol.putRec(a)
-		}
-	}
-	r.recycle(ep)
 }
 
 // fault drops an episode whose sub-environment failed (RLlib's faulty episode): its data is
@@ -255,7 +266,7 @@ func (r *Runner) recycle(ep *Episode) {
 	ep.agents = ep.agents[:0]
 	clear(ep.CustomMetrics)
 	clear(ep.UserData)
-	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty = 0, 0, false, false, false
+	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, 0, false, false, false, false
 	r.epPool = append(r.epPool, ep)
 }
 

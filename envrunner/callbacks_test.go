@@ -171,3 +171,41 @@ func TestLastActionAndObservationAtEpisodeEnd(t *testing.T) {
 	}
 	assert.Positive(t, ended)
 }
+
+// envOrder records, per sub-environment, the episode callbacks in the order they came.
+type envOrder struct {
+	envrunner.BaseCallbacks
+	log map[int][]string
+}
+
+func (c *envOrder) add(ep *envrunner.Episode, what string) {
+	if c.log == nil {
+		c.log = map[int][]string{}
+	}
+	c.log[ep.EnvID] = append(c.log[ep.EnvID], what)
+}
+
+func (c *envOrder) OnEpisodeCreated(_ *envrunner.Runner, ep *envrunner.Episode) { c.add(ep, "created") }
+func (c *envOrder) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episode)   { c.add(ep, "start") }
+func (c *envOrder) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode)     { c.add(ep, "end") }
+
+// TestCallbackOrderPerEnv checks RLlib's order within one sub-environment: an episode ends
+// before the next one is created.
+func TestCallbackOrderPerEnv(t *testing.T) {
+	pol := bundledPolicy(t, "cartpole_mlp")
+	cb := &envOrder{}
+	r := newRunner(t, envrunner.Config{Env: makeEnv(t, "CartPole-v1", env.Config{"max_episode_steps": 7}, envOpts{numEnvs: 3, seed: 1}),
+		NumEnvs: 3, Callbacks: cb, NoSamples: true,
+		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {Policy: pol}}})
+	for range 30 {
+		require.NoError(t, r.Step())
+	}
+	require.Len(t, cb.log, 3)
+	for e, log := range cb.log {
+		require.Greater(t, len(log), 6, "env %d", e)
+		for i, what := range log {
+			want := []string{"created", "start", "end"}[i%3]
+			require.Equal(t, want, what, "env %d, callback %d: %v", e, i, log)
+		}
+	}
+}

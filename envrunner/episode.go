@@ -28,11 +28,12 @@ type Episode struct {
 	// (an ExternalEnv episode started with training disabled).
 	TrainingEnabled bool
 
-	agents  []*agentRec // in order of first appearance (agent_index)
-	ended   bool
-	extra   bool // started beyond Config.MaxEpisodes: not recorded, not counted
-	faulty  bool
-	stepped bool // an agent of the episode completed a transition in the current step
+	agents    []*agentRec // in order of first appearance (agent_index)
+	ended     bool
+	endCalled bool // OnEpisodeEnd ran and the metrics are recorded
+	extra     bool // started beyond Config.MaxEpisodes: not recorded, not counted
+	faulty    bool
+	stepped   bool // an agent of the episode completed a transition in the current step
 }
 
 // AgentReward is the total reward of one agent of an episode.

@@ -8,15 +8,35 @@ type perfStats struct {
 	ema                                        float64
 	iters                                      int64
 	rawObs, inference, action, envWait, render float64 // seconds
+	step                                       [5]time.Duration
 }
 
-func (s *perfStats) add(field *float64, d time.Duration) {
-	v := d.Seconds()
-	if s.ema > 0 {
-		*field = (1-s.ema)**field + s.ema*v
-		return
+// The phases of a step, indexes of perfStats.step.
+const (
+	phRawObs = iota
+	phInference
+	phAction
+	phEnvWait
+	phRender
+)
+
+// add adds d to the current step's time of phase ph.
+func (s *perfStats) add(ph int, d time.Duration) { s.step[ph] += d }
+
+// endStep folds the step's phase times into the sums (or moving averages), once per step as
+// RLlib's _PerfStats does, however many chunks or policies the step ran.
+func (s *perfStats) endStep() {
+	s.iters++
+	fields := [5]*float64{&s.rawObs, &s.inference, &s.action, &s.envWait, &s.render}
+	for ph, f := range fields {
+		v := s.step[ph].Seconds()
+		if s.ema > 0 {
+			*f = (1-s.ema)**f + s.ema*v
+		} else {
+			*f += v
+		}
+		s.step[ph] = 0
 	}
-	*field += v
 }
 
 // PerfStats are the mean times of one step's phases, in milliseconds (RLlib's sampler perf

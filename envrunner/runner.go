@@ -356,6 +356,22 @@ func (r *Runner) Step() error {
 	for i := range nAgents {
 		r.addRow(&r.batch.Agents[i])
 	}
+	envSteps := 0
+	for _, ep := range r.touched {
+		if ep.stepped {
+			ep.stepped = false
+			ep.Length++
+			if !ep.extra {
+				envSteps++
+			}
+			r.cb.OnEpisodeStep(r, ep)
+		}
+	}
+	r.touched = r.touched[:0]
+	// Episodes that ended end now, before their sub-environments start the next ones.
+	for _, ep := range r.ending {
+		r.endEpisode(ep)
+	}
 	// Reset the sub-environments whose episode ended, so their first observations get
 	// actions in this step. A synchronous reset appends to the batch.
 	for k := 0; k < len(r.resets); k++ {
@@ -372,18 +388,6 @@ func (r *Runner) Step() error {
 	for i := nAgents; i < len(r.batch.Agents); i++ {
 		r.addRow(&r.batch.Agents[i])
 	}
-	envSteps := 0
-	for _, ep := range r.touched {
-		if ep.stepped {
-			ep.stepped = false
-			ep.Length++
-			if !ep.extra {
-				envSteps++
-			}
-			r.cb.OnEpisodeStep(r, ep)
-		}
-	}
-	r.touched = r.touched[:0]
 	t2 := time.Now()
 	r.act(&t2)
 	if r.runErr != nil {
@@ -400,7 +404,7 @@ func (r *Runner) Step() error {
 		if tr, ok := r.env.(env.TryRenderer); ok {
 			t := time.Now()
 			_, _ = tr.TryRender(0)
-			r.perf.add(&r.perf.render, time.Since(t))
+			r.perf.add(phRender, time.Since(t))
 		}
 	}
 	t3 := time.Now()
@@ -410,8 +414,8 @@ func (r *Runner) Step() error {
 	wait += time.Since(t3)
 	clear(r.actions)
 	r.actions = r.actions[:0]
-	r.perf.add(&r.perf.envWait, wait)
-	r.perf.iters++
+	r.perf.add(phEnvWait, wait)
+	r.perf.endStep()
 	if err != nil {
 		return fmt.Errorf("envrunner: send actions: %w", err)
 	}
@@ -470,6 +474,7 @@ func (r *Runner) statuses(from int) {
 				// started over): the old one ends as it stands.
 				ep.ended = true
 				r.ending = append(r.ending, ep)
+				r.endEpisode(ep)
 			}
 			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
 		}
