@@ -6,4 +6,13 @@
 // AdvancedSession bound to the same batch ("plain"), with one intra-op thread each, and
 // reports ns/sample. Compare the two lines of one size: the session layer's overhead is their
 // ratio.
+//
+// Runner: BenchmarkRunner runs one envrunner.Runner over 256 CartPole-v1 sub-environments (a
+// VectorEnv) with the bundled MLP against the floor (plain Go CartPoles, one session bound
+// once, argmax, no bookkeeping), interleaved in rounds of 20 steps, and reports both env
+// steps/s and "ratio" = runner/floor: mode=greedy records nothing (NoSamples), mode=explore
+// samples actions and builds every column (logp, dist inputs, values, GAE), discarding the
+// batches. BenchmarkRunnerAllocs reports allocs/op per step of 256 env steps in the
+// exploring mode; BenchmarkRunnerWorkers compares 1 and 2 runners of 256 sub-environments
+// on their own goroutines (total env steps/s).
 package benchmarks
