@@ -41,7 +41,8 @@
 // actions outside their spaces are refused (ErrBadObservation, ErrBadAction) before anything
 // is recorded. GetAction gives up with the context's error or ErrTimeout; if its observation
 // was not polled yet it is taken back (its reward stays with the episode). When the run loop
-// returns or panics, Poll returns a *RunLoopError; Stop makes every blocked and later call
+// returns or panics, Poll returns a *RunLoopError once the observations reported before
+// have been polled; Stop makes every blocked and later call
 // return ErrStopped. Observations are copied when they are reported; the Obs slices Poll
 // reports stay valid until the next Poll. Actions are copied for GetAction's caller.
 package externalenv

@@ -418,7 +418,8 @@ func (e *ExternalEnv) EndEpisode(id string, obs []float32) error {
 }
 
 // Poll appends the pending observations (at most MaxBatch), blocking until there is at least
-// one, the run loop ended (*RunLoopError) or Stop was called (ErrStopped). See the package
+// one, the run loop ended (*RunLoopError, once the observations it reported have been
+// polled) or Stop was called (ErrStopped). See the package
 // documentation for what the observations carry.
 func (e *ExternalEnv) Poll(dst *env.Batch) error {
 	e.mu.Lock()
@@ -436,14 +437,14 @@ func (e *ExternalEnv) Poll(dst *env.Batch) error {
 			e.mu.Unlock()
 			return ErrStopped
 		}
-		if e.runErr != nil {
+		n += e.drain(dst, e.maxBatch-n)
+		if n >= e.maxBatch || (n > 0 && (e.maxWait <= 0 || e.runErr != nil)) {
+			break
+		}
+		if e.runErr != nil { // after the observations it reported before it ended
 			err := e.runErr
 			e.mu.Unlock()
 			return err
-		}
-		n += e.drain(dst, e.maxBatch-n)
-		if n >= e.maxBatch || (n > 0 && e.maxWait <= 0) {
-			break
 		}
 		if n > 0 && deadline == nil {
 			t := time.NewTimer(e.maxWait)
