@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -249,4 +250,27 @@ func TestNewChecks(t *testing.T) {
 	e, err := externalenv.New(externalenv.Options{ObservationSpace: spaces.NewBox(0, 1, 2), ActionSpace: &spaces.Discrete{N: 2}})
 	require.NoError(t, err)
 	assert.Equal(t, 100, e.NumEnvs())
+}
+
+// TestMaxWait: with dynamic batching, Poll waits for MaxBatch observations (MaxWait is long).
+func TestMaxWait(t *testing.T) {
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 3, MaxBatch: 2, MaxWait: time.Hour})
+	for _, id := range []string{"a", "b", "c"} {
+		_, err := e.StartEpisode(id, true)
+		require.NoError(t, err)
+	}
+	require.NoError(t, e.LogAction("a", obsOf(0.1), []float32{0}))
+	got := make(chan *env.Batch, 1)
+	go func() {
+		b := &env.Batch{}
+		if err := e.Poll(b); err != nil {
+			b = nil
+		}
+		got <- b
+	}()
+	require.NoError(t, e.LogAction("b", obsOf(0.2), []float32{0}))
+	require.NoError(t, e.LogAction("c", obsOf(0.3), []float32{0}))
+	b := <-got
+	require.NotNil(t, b)
+	assert.Len(t, b.Agents, 2) // the third waits for the next Poll
 }

@@ -46,7 +46,8 @@ func (s *simulator) record(obs []float32, tr transition) {
 }
 
 func (s *simulator) thread(ctx context.Context, e *externalenv.ExternalEnv, k int) error {
-	cp, err := classic.NewCartPole(nil)
+	// Short episodes (a time limit of 30 steps), so that every batch sees some end.
+	cp, err := classic.NewCartPole(env.Config{"max_episode_steps": 30})
 	if err != nil {
 		return err
 	}
