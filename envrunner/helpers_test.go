@@ -164,7 +164,9 @@ func eventually(tb testing.TB, r *envrunner.Runner, n int, cond func() bool) {
 }
 
 func actionCfg(explore bool) connectors.ActionConfig {
-	return connectors.ActionConfig{Explore: explore}
+	// RLlib's default normalize_actions: a Gaussian policy's samples may leave the Box, and
+	// the environments refuse such actions.
+	return connectors.ActionConfig{Explore: explore, NormalizeActions: true}
 }
 
 // cartPoleModel predicts CartPole-v1 transitions from recorded observations with the

@@ -2,6 +2,7 @@ package envrunner_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestCountStepsByMultiAgentCartPole(t *testing.T) {
 	const envs, agents, frag = 8, 3, 10
 	for _, by := range []string{envrunner.EnvSteps, envrunner.AgentSteps} {
 		t.Run(by, func(t *testing.T) {
-			r := newRunner(t, envrunner.Config{Env: makeEnv(t, "MultiAgentCartPole", env.Config{"num_agents": agents, "max_episode_steps": 30},
+			r := newRunner(t, envrunner.Config{Env: makeEnv(t, "MultiAgentCartPole", env.Config{"num_agents": agents, "max_episode_steps": 12},
 				envOpts{numEnvs: envs, seed: 4}), NumEnvs: envs, Policies: singlePolicy(p, true), FragmentLength: frag, CountStepsBy: by})
 			perAgent := map[int64]map[int32]int{} // rows per episode and agent
 			var envSteps, agentSteps int
@@ -166,8 +167,13 @@ func TestMultiPolicy(t *testing.T) {
 			}
 			r := newRunner(t, envrunner.Config{Env: makeEnv(t, "MultiAgentCartPole", env.Config{"num_agents": agents, "max_episode_steps": 40},
 				envOpts{numEnvs: envs, seed: 14}), NumEnvs: envs, Policies: pols, PolicyMapping: mapping, FragmentLength: frag})
+			oddSeen := false
 			for k, mb := range sampleBatches(t, r, 5) {
-				require.Equal(t, []envrunner.PolicyID{"even", "odd"}, mb.PolicyIDs(), "fragment %d", k)
+				// The trained policy keeps its agents up; the random one's fall early, so a
+				// fragment may hold none of them.
+				ids := mb.PolicyIDs()
+				require.Contains(t, ids, "even", "fragment %d", k)
+				oddSeen = oddSeen || slices.Contains(ids, "odd")
 				even, odd := mb.PolicyBatches["even"], mb.PolicyBatches["odd"]
 				assert.Equal(t, envs*frag, mb.EnvSteps)
 				assert.Equal(t, even.Count+odd.Count, mb.AgentSteps)
@@ -194,6 +200,7 @@ func TestMultiPolicy(t *testing.T) {
 					}
 				}
 			}
+			assert.True(t, oddSeen, "no fragment held the odd agents")
 			for c, n := range calls {
 				assert.Equal(t, 1, n, "mapping of %s in episode %d", c.agent, c.eps)
 			}
