@@ -8,8 +8,8 @@ import (
 )
 
 // act computes the actions of every queued row, policy by policy, and records the
-// trajectory data; t is the time the step's observation processing started.
-func (r *Runner) act(t *time.Time) {
+// trajectory data.
+func (r *Runner) act() {
 	need := 0
 	for _, p := range r.policies {
 		need += len(p.infer) * p.actW
@@ -20,7 +20,7 @@ func (r *Runner) act(t *time.Time) {
 	r.actBuf = r.actBuf[:0]
 	for _, p := range r.policies {
 		if len(p.plain) > 0 {
-			r.plainRows(p)
+			r.writeRows(p, p.plain)
 		}
 		if len(p.infer) > 0 {
 			if p.random {
@@ -43,9 +43,7 @@ func (r *Runner) act(t *time.Time) {
 	}
 }
 
-// writeObs runs the agent connectors on the row's observation into dst and, when the
-// record collects, appends the processed row (and a value placeholder for rows without a
-// model run) to its trajectory.
+// record appends a processed observation row to the record's trajectory.
 func (r *Runner) record(a *agentRec, processed []float32) {
 	a.obs = append(a.obs, processed...)
 	if len(a.obs) > r.largeRows && !r.warnedLarge {
@@ -56,10 +54,12 @@ func (r *Runner) record(a *agentRec, processed []float32) {
 	}
 }
 
-// plainRows processes final observations that need no model run.
-func (r *Runner) plainRows(p *policy) {
+// writeRows runs the agent connectors on rows that do not go through the model (final
+// observations, a random policy's rows) and records them, with a value placeholder where the
+// policy has a value output.
+func (r *Runner) writeRows(p *policy, rows []row) {
 	t0 := time.Now()
-	for _, ro := range p.plain {
+	for _, ro := range rows {
 		a := ro.rec
 		p.agent.Write(p.rowBuf, a.slot, ro.obs, ro.reward)
 		if a.collect {
@@ -74,16 +74,8 @@ func (r *Runner) plainRows(p *policy) {
 
 // randomRows gives the rows uniform random actions.
 func (r *Runner) randomRows(p *policy) {
-	t0 := time.Now()
-	for _, ro := range p.infer {
-		a := ro.rec
-		p.agent.Write(p.rowBuf, a.slot, ro.obs, ro.reward)
-		if a.collect {
-			r.record(a, p.rowBuf)
-		}
-	}
+	r.writeRows(p, p.infer)
 	t1 := time.Now()
-	r.perf.add(phRawObs, t1.Sub(t0))
 	for _, ro := range p.infer {
 		act := p.sampleRandom(r.rng)
 		if ro.rec.collect {

@@ -178,9 +178,6 @@ func (p *policy) bind(spec *models.Spec) error {
 	return nil
 }
 
-// stateWidths returns the widths of the RNN states (nil without).
-func (p *policy) stateWidths() []int { return p.stateW }
-
 // slot takes a free connector slot and starts it afresh.
 func (p *policy) slot() int {
 	var s int

@@ -388,8 +388,7 @@ func (r *Runner) Step() error {
 	for i := nAgents; i < len(r.batch.Agents); i++ {
 		r.addRow(&r.batch.Agents[i])
 	}
-	t2 := time.Now()
-	r.act(&t2)
+	r.act()
 	if r.runErr != nil {
 		err := r.runErr
 		r.runErr = nil

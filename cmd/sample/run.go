@@ -187,7 +187,6 @@ type runSetup struct {
 	policy  *models.Policy // nil for random
 	model   string         // what to call the model in the summary
 	group   *envrunner.Group
-	shards  []int
 	cleanup []func()
 }
 
@@ -252,7 +251,6 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 		if w < f.numEnvs%f.workers {
 			n++
 		}
-		s.shards = append(s.shards, n)
 		opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(f.seed + uint64(first)), RestartFailedSubEnvironments: f.restart}
 		be, err := makeBaseEnv(f, cfg, s.info, opts)
 		if err != nil {
