@@ -25,10 +25,10 @@ type ActionConfig struct {
 	SkipLogp bool
 }
 
-// modeOnly is implemented by distributions whose mode is cheaper without its
-// log-probability.
-type modeOnly interface {
-	ModeOnly(in, action []float32)
+// modeRows is implemented by distributions whose mode is cheaper without its
+// log-probability: ModeRows writes the mode of each of rows rows of inputs.
+type modeRows interface {
+	ModeRows(in, actions []float32, rows int)
 }
 
 // ActionPipeline turns one batch of distribution inputs into actions. Its buffers hold one
@@ -110,10 +110,8 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 			copy(di[i*w+n:(i+1)*w], ls)
 		}
 	}
-	if mo, ok := p.dist.(modeOnly); ok && !p.cfg.Explore && p.cfg.SkipLogp {
-		for i := range batch {
-			mo.ModeOnly(di[i*w:(i+1)*w], p.policy[i*n:(i+1)*n])
-		}
+	if mo, ok := p.dist.(modeRows); ok && !p.cfg.Explore && p.cfg.SkipLogp {
+		mo.ModeRows(di, p.policy[:batch*n], batch)
 		clear(p.logp[:batch])
 	} else {
 		p.computeRows(rng, di, batch)
@@ -182,6 +180,18 @@ func (p *ActionPipeline) PolicyAction(i int) []float32 {
 	n := p.dist.ActionSize()
 	return p.policy[i*n : (i+1)*n]
 }
+
+// Actions returns the environment actions of the last batch, ActionSize values per row.
+func (p *ActionPipeline) Actions() []float32 { return p.actions[:p.batch*p.dist.ActionSize()] }
+
+// PolicyActions returns the policy actions of the last batch, ActionSize values per row.
+func (p *ActionPipeline) PolicyActions() []float32 { return p.policy[:p.batch*p.dist.ActionSize()] }
+
+// LogPs returns the log-probabilities of the last batch, one per row.
+func (p *ActionPipeline) LogPs() []float32 { return p.logp[:p.batch] }
+
+// AllDistInputs returns the distribution inputs of the last batch, InputSize values per row.
+func (p *ActionPipeline) AllDistInputs() []float32 { return p.distInputs[:p.batch*p.dist.InputSize()] }
 
 // LogP returns row i's action log-probability ("action_logp").
 func (p *ActionPipeline) LogP(i int) float32 { return p.logp[i] }

@@ -160,6 +160,24 @@ func NewAgentPipeline(obs spaces.Space, conns ...AgentConnector) (*AgentPipeline
 	return p, nil
 }
 
+// Copies reports whether a row is the raw observation as it is (no connectors, or a Flatten
+// of a space whose flatten is a copy, such as a Box): the rows of a batch can then be copied
+// in one go.
+func (p *AgentPipeline) Copies() bool {
+	switch len(p.conns) {
+	case 0:
+		return true
+	case 1:
+		f, ok := p.conns[0].(*Flatten)
+		return ok && f.plan.copies()
+	}
+	return false
+}
+
+// RecordsActions reports whether a connector keeps past actions (RecordAction does
+// something).
+func (p *AgentPipeline) RecordsActions() bool { return len(p.recorders) > 0 }
+
 // Width returns the width of a row: the output width of the last connector.
 func (p *AgentPipeline) Width() int { return p.widths[len(p.widths)-1] }
 

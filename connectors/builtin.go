@@ -60,6 +60,11 @@ func (p *flatPlan) add(s spaces.Space) {
 	}
 }
 
+// copies reports whether the flatten is a plain copy.
+func (p *flatPlan) copies() bool {
+	return len(p.ops) == 0 || (len(p.ops) == 1 && !p.ops[0].oneHot && p.size == p.flat)
+}
+
 // run writes the flattened x into dst. A discrete value that is not one of the leaf's values
 // (out of range, fractional, NaN) gives an all-zero one-hot instead of a panic.
 func (p *flatPlan) run(dst, x []float32) {

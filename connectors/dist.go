@@ -193,9 +193,42 @@ func (c *Categorical) ActionSize() int { return 1 }
 func (c *Categorical) Sample(rng *rand.Rand, in, action []float32) float64 {
 	checkLen("Categorical.Sample", "in", len(in), c.N)
 	checkLen("Categorical.Sample", "action", len(action), 1)
-	i, lp := sampleLogits(rng, in)
+	var i int
+	var lp float64
+	if c.N == 2 {
+		i, lp = sampleTwo(rng, in[0], in[1])
+	} else {
+		i, lp = sampleLogits(rng, in)
+	}
 	action[0] = float32(int64(i) + c.Start)
 	return lp
+}
+
+// sampleTwo is sampleLogits for two logits, with one exp instead of two (the same draw and
+// the same log-probability, bit for bit).
+func sampleTwo(rng *rand.Rand, l0, l1 float32) (int, float64) {
+	a, b := float64(l0), float64(l1)
+	m := max(a, b)
+	if math.IsInf(m, 0) || math.IsNaN(m) || math.IsNaN(a) || math.IsNaN(b) {
+		return sampleLogits(rng, []float32{l0, l1})
+	}
+	// The likelier logit's weight is exp(0) = 1; the other's is z.
+	e0, e1 := 1.0, 1.0
+	if a < b {
+		e0 = math.Exp(a - m)
+	} else if b < a {
+		e1 = math.Exp(b - m)
+	}
+	sum := e0 + e1
+	lse := m + math.Log(sum)
+	u := rng.Float64() * sum
+	if e0 > 0 && u < e0 {
+		return 0, a - lse
+	}
+	if e1 > 0 {
+		return 1, b - lse
+	}
+	return 0, a - lse
 }
 
 // Mode writes the argmax (the first on ties).
@@ -212,6 +245,25 @@ func (c *Categorical) ModeOnly(in, action []float32) {
 	checkLen("Categorical.Mode", "in", len(in), c.N)
 	checkLen("Categorical.Mode", "action", len(action), 1)
 	action[0] = float32(int64(argmax(in)) + c.Start)
+}
+
+// ModeRows writes the argmax of each of rows rows of N logits into actions (one per row).
+func (c *Categorical) ModeRows(in, actions []float32, rows int) {
+	checkLen("Categorical.ModeRows", "in", len(in), rows*c.N)
+	checkLen("Categorical.ModeRows", "actions", len(actions), rows)
+	if c.N == 2 {
+		for i := range rows {
+			k := int64(0)
+			if in[2*i+1] > in[2*i] {
+				k = 1
+			}
+			actions[i] = float32(k + c.Start)
+		}
+		return
+	}
+	for i := range rows {
+		actions[i] = float32(int64(argmax(in[i*c.N:(i+1)*c.N])) + c.Start)
+	}
 }
 
 // LogProb returns log softmax(in)[action-Start], or -Inf for an action outside the range.
@@ -293,6 +345,16 @@ func (m *MultiCategorical) ModeOnly(in, action []float32) {
 	for j, n := range m.Nvec {
 		action[j] = float32(argmax(in[off : off+n]))
 		off += n
+	}
+}
+
+// ModeRows writes the argmax of every component of each of rows rows into actions.
+func (m *MultiCategorical) ModeRows(in, actions []float32, rows int) {
+	k := len(m.Nvec)
+	checkLen("MultiCategorical.ModeRows", "in", len(in), rows*m.sum)
+	checkLen("MultiCategorical.ModeRows", "actions", len(actions), rows*k)
+	for i := range rows {
+		m.ModeOnly(in[i*m.sum:(i+1)*m.sum], actions[i*k:(i+1)*k])
 	}
 }
 

@@ -94,3 +94,44 @@ type SubEnvironmentser interface {
 type TryRenderer interface {
 	TryRender(env EnvID) (any, error)
 }
+
+// Columnar is implemented by the BaseEnv of NewVectorBaseEnv: every sub-environment has one
+// agent, DefaultAgentID, and all of them step together. It lets a caller that drives such an
+// environment skip the per-agent records of Poll and SendActions and work on whole columns:
+// PollColumns is Poll, ResetColumns is TryReset and StepColumns is SendActions, with the
+// observations, rewards and flags read from, and the actions written to, the buffers of
+// Columns. A caller uses either protocol at a time, not both within one step.
+type Columnar interface {
+	BaseEnv
+	// Columns returns the shared buffers; they stay the same for the BaseEnv's life.
+	Columns() Columns
+	// PollColumns is Poll without the agents: dst gets only the status of sub-environments
+	// that failed (and were restarted); the result lists the ready sub-environments, whose
+	// rows, results and reset flags are in Columns. The slice is valid until the next call.
+	PollColumns(dst *Batch) ([]EnvID, error)
+	// ResetColumns is TryReset without the agent: true when the sub-environment is ready with
+	// the first observation of an episode in its row; false (and a status in dst) when it
+	// failed and was restarted.
+	ResetColumns(env EnvID, seed Seed, dst *Batch) (bool, error)
+	// StepColumns is SendActions with every sub-environment's action in its row of
+	// Columns().Actions: every sub-environment must be polled and not done.
+	StepColumns() error
+}
+
+// Columns are the buffers a Columnar BaseEnv shares with its caller, one row per
+// sub-environment.
+type Columns struct {
+	// Obs holds ObsSize values per sub-environment, the raw layout of the observation space.
+	// A ready sub-environment's row is valid until its next step or reset.
+	Obs     []float32
+	ObsSize int
+	// Actions holds ActionSize values per sub-environment, written by the caller before
+	// StepColumns.
+	Actions    []float32
+	ActionSize int
+	// Results holds each sub-environment's last reward, flags and info (reward 0 and the
+	// reset's info after a reset).
+	Results []StepResult
+	// Reset is set while a sub-environment's row holds the first observation of an episode.
+	Reset []bool
+}

@@ -101,3 +101,76 @@ func BenchmarkRemotePollSend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVectorColumns measures NewVectorBaseEnv driven through Columnar, against the
+// bare loop over the same zeroEnvs ("bare": Step and Reset called directly), in the same run.
+func BenchmarkVectorColumns(b *testing.B) {
+	const n = 256
+	b.Run(fmt.Sprintf("columnar/envs=%d", n), func(bb *testing.B) {
+		v, err := NewVectorEnv(zeroMaker, n)
+		if err != nil {
+			bb.Fatal(err)
+		}
+		be, err := NewVectorBaseEnv(v, BaseEnvOptions{})
+		if err != nil {
+			bb.Fatal(err)
+		}
+		ce := be.(Columnar)
+		c := ce.Columns()
+		var batch Batch
+		round := func() int {
+			batch.Clear()
+			ready, err := ce.PollColumns(&batch)
+			if err != nil {
+				bb.Fatal(err)
+			}
+			k := len(ready)
+			for _, i := range ready {
+				if r := &c.Results[i]; r.Terminated || r.Truncated {
+					if _, err := ce.ResetColumns(i, Seed{}, &batch); err != nil {
+						bb.Fatal(err)
+					}
+				}
+				c.Actions[i] = 1
+			}
+			if err := ce.StepColumns(); err != nil {
+				bb.Fatal(err)
+			}
+			return k
+		}
+		round()
+		bb.ReportAllocs()
+		bb.ResetTimer()
+		agents := 0
+		for range bb.N {
+			agents += round()
+		}
+		bb.ReportMetric(float64(bb.Elapsed().Nanoseconds())/float64(agents), "ns/agent")
+	})
+	b.Run(fmt.Sprintf("bare/envs=%d", n), func(bb *testing.B) {
+		envs := make([]*zeroEnv, n)
+		obs := make([]float32, n)
+		act := []float32{1}
+		for i := range envs {
+			envs[i] = newZeroEnv()
+			if _, err := envs[i].Reset(Seed{}, obs[i:i+1]); err != nil {
+				bb.Fatal(err)
+			}
+		}
+		bb.ResetTimer()
+		for range bb.N {
+			for i, e := range envs {
+				r, err := e.Step(act, obs[i:i+1])
+				if err != nil {
+					bb.Fatal(err)
+				}
+				if r.Terminated || r.Truncated {
+					if _, err := e.Reset(Seed{}, obs[i:i+1]); err != nil {
+						bb.Fatal(err)
+					}
+				}
+			}
+		}
+		bb.ReportMetric(float64(bb.Elapsed().Nanoseconds())/float64(bb.N*n), "ns/agent")
+	})
+}

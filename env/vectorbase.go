@@ -24,6 +24,7 @@ type vectorBaseEnv struct {
 	instResets []int
 	wasReset   []bool
 	ready      []int
+	polled     []int
 	faults     []EnvStatus
 	errs       []error
 	subErrs    []*SubEnvError
@@ -111,21 +112,40 @@ func (b *vectorBaseEnv) resetOne(i int, seed Seed) error {
 	return nil
 }
 
-func (b *vectorBaseEnv) report(i int, dst *Batch) {
-	r := &b.res[i]
-	dst.Envs = append(dst.Envs, EnvStatus{Env: i, Terminated: r.Terminated, Truncated: r.Truncated, Reset: b.wasReset[i]})
-	dst.Agents = append(dst.Agents, AgentObs{Env: i, Agent: DefaultAgentID, Obs: b.row(i), Reward: r.Reward,
-		Terminated: r.Terminated, Truncated: r.Truncated, Info: r.Info})
-	if r.Terminated || r.Truncated {
+// mark moves sub-environment i, whose result is being reported, to ended or awaiting.
+func (b *vectorBaseEnv) mark(i int) {
+	if r := &b.res[i]; r.Terminated || r.Truncated {
 		b.tbl.sets[i].state = stEnded
 	} else {
 		b.tbl.setAwaiting(i)
 	}
 }
 
+// report reports sub-environment i's result: its status and its agent.
+func (b *vectorBaseEnv) report(i int, dst *Batch) {
+	b.mark(i)
+	b.appendResult(i, dst)
+}
+
+func (b *vectorBaseEnv) appendResult(i int, dst *Batch) {
+	r := &b.res[i]
+	dst.Envs = append(dst.Envs, EnvStatus{Env: i, Terminated: r.Terminated, Truncated: r.Truncated, Reset: b.wasReset[i]})
+	dst.Agents = append(dst.Agents, AgentObs{Env: i, Agent: DefaultAgentID, Obs: b.row(i), Reward: r.Reward,
+		Terminated: r.Terminated, Truncated: r.Truncated, Info: r.Info})
+}
+
 func (b *vectorBaseEnv) Poll(dst *Batch) error {
+	ready, err := b.PollColumns(dst)
+	for _, i := range ready {
+		b.appendResult(i, dst)
+	}
+	return err
+}
+
+// PollColumns implements Columnar.
+func (b *vectorBaseEnv) PollColumns(dst *Batch) ([]int, error) {
 	if b.stopped {
-		return ErrStopped
+		return nil, ErrStopped
 	}
 	if !b.started {
 		b.started = true
@@ -142,13 +162,15 @@ func (b *vectorBaseEnv) Poll(dst *Batch) error {
 	dst.Envs = append(dst.Envs, b.faults...)
 	clear(b.faults)
 	b.faults = b.faults[:0]
+	b.polled = b.polled[:0]
 	for _, i := range b.ready {
 		if b.tbl.sets[i].state == stReady {
-			b.report(i, dst)
+			b.mark(i)
+			b.polled = append(b.polled, i)
 		}
 	}
 	b.ready = b.ready[:0]
-	return takeErrs(&b.errs)
+	return b.polled, takeErrs(&b.errs)
 }
 
 func (b *vectorBaseEnv) SendActions(actions []Action) error {
@@ -158,16 +180,9 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 	if err := b.tbl.match(actions); err != nil {
 		return err
 	}
-	for i := range b.n {
-		switch b.tbl.sets[i].state {
-		case stAwaiting:
-		case stEnded, stFailed:
-			b.tbl.clearGot()
-			return fmt.Errorf("env: sub-environment %d must be reset with TryReset before SendActions (a VectorEnv steps all its sub-environments together): %w", i, ErrNeedsReset)
-		default:
-			b.tbl.clearGot()
-			return fmt.Errorf("%w: sub-environment %d has results that were not polled yet", ErrBadActions, i)
-		}
+	if err := b.checkAwaiting(); err != nil {
+		b.tbl.clearGot()
+		return err
 	}
 	for _, i := range b.tbl.await {
 		set := &b.tbl.sets[i]
@@ -176,10 +191,53 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 		set.exp[0].got, set.exp[0].action = false, nil
 	}
 	b.tbl.await = b.tbl.await[:0]
+	return b.step()
+}
+
+// checkAwaiting returns an error unless every sub-environment waits for its action.
+func (b *vectorBaseEnv) checkAwaiting() error {
+	for i := range b.n {
+		switch b.tbl.sets[i].state {
+		case stAwaiting:
+		case stEnded, stFailed:
+			return fmt.Errorf("env: sub-environment %d must be reset with TryReset before SendActions (a VectorEnv steps all its sub-environments together): %w", i, ErrNeedsReset)
+		default:
+			return fmt.Errorf("%w: sub-environment %d has results that were not polled yet", ErrBadActions, i)
+		}
+	}
+	return nil
+}
+
+// StepColumns implements Columnar.
+func (b *vectorBaseEnv) StepColumns() error {
+	if b.stopped {
+		return ErrStopped
+	}
+	if err := b.checkAwaiting(); err != nil {
+		return err
+	}
+	for _, i := range b.tbl.await {
+		b.tbl.sets[i].listed = false
+	}
+	b.tbl.await = b.tbl.await[:0]
+	return b.step()
+}
+
+// step steps the VectorEnv with the actions in b.act.
+func (b *vectorBaseEnv) step() error {
 	err := safeVecStep(b.v, b.act, b.obs, b.res)
 	b.subErrs = b.subErrs[:0]
 	if err != nil {
 		b.subErrs = subEnvErrors(b.subErrs, err)
+		var ae *ActionError
+		if len(b.subErrs) == 0 && (errors.As(err, &ae) || errors.Is(err, ErrNeedsReset)) {
+			// The VectorEnv refused the call and stepped nothing (its contract): the
+			// sub-environments still wait for actions.
+			for i := range b.n {
+				b.tbl.setAwaiting(i)
+			}
+			return fmt.Errorf("env: VectorEnv.Step: %w", err)
+		}
 		if len(b.subErrs) == 0 {
 			for i := range b.n {
 				b.tbl.sets[i].state = stFailed
@@ -187,9 +245,11 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 			return fmt.Errorf("env: VectorEnv.Step: %w", err)
 		}
 	}
-	for i := range b.n {
-		b.tbl.sets[i].state = stReady
-		b.wasReset[i] = false
+	sets, wasReset := b.tbl.sets[:b.n], b.wasReset[:b.n]
+	for i := range sets {
+		sets[i].state = stReady
+		wasReset[i] = false
+		b.ready = append(b.ready, i)
 	}
 	for _, se := range b.subErrs {
 		if se.Env < 0 || se.Env >= b.n {
@@ -199,16 +259,20 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 			b.errs = append(b.errs, ferr)
 		}
 	}
-	for i := range b.n {
-		if b.tbl.sets[i].state == stReady {
-			b.ready = append(b.ready, i)
-		}
-	}
-	clear(b.subErrs)
+	clear(b.subErrs) // the failed ones are on the ready list too: Poll skips them
 	return takeErrs(&b.errs)
 }
 
 func (b *vectorBaseEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, error) {
+	ok, err := b.ResetColumns(env, seed, dst)
+	if ok {
+		b.appendResult(env, dst)
+	}
+	return false, err
+}
+
+// ResetColumns implements Columnar.
+func (b *vectorBaseEnv) ResetColumns(env EnvID, seed Seed, dst *Batch) (bool, error) {
 	if b.stopped {
 		return false, ErrStopped
 	}
@@ -225,8 +289,13 @@ func (b *vectorBaseEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, error)
 		b.faults = b.faults[:last]
 		return false, nil
 	}
-	b.report(env, dst)
-	return false, nil
+	b.mark(env)
+	return true, nil
+}
+
+// Columns implements Columnar.
+func (b *vectorBaseEnv) Columns() Columns {
+	return Columns{Obs: b.obs, ObsSize: b.obsN, Actions: b.act, ActionSize: b.actN, Results: b.res, Reset: b.wasReset}
 }
 
 func (b *vectorBaseEnv) Stop() error {

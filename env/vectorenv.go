@@ -22,11 +22,6 @@ func safeEnvReset(e Env, seed Seed, obs []float32) (info Info, err error) {
 	return e.Reset(seed, obs)
 }
 
-func safeEnvStep(e Env, action, obs []float32) (r StepResult, err error) {
-	defer recoverTo(&err)
-	return e.Step(action, obs)
-}
-
 // vectorEnv is NewVectorEnv's VectorEnv: sub-environments stepped in sequence
 // (RLlib's _VectorizedGymEnv).
 type vectorEnv struct {
@@ -147,16 +142,15 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		}
 	}
 	var errs []error
-	for i, e := range v.envs {
-		r, err := safeEnvStep(e, actions[i*v.actN:(i+1)*v.actN], obs[i*v.obsN:(i+1)*v.obsN])
-		if err != nil {
-			v.running[i] = false
-			results[i] = StepResult{}
-			errs = append(errs, &SubEnvError{Env: i, Op: "step", Err: err})
-			continue
+	for i := 0; i < n; {
+		failed, err := v.stepFrom(i, actions, obs, results)
+		if err == nil {
+			break
 		}
-		results[i] = r
-		v.running[i] = !r.Terminated && !r.Truncated
+		v.running[failed] = false
+		results[failed] = StepResult{}
+		errs = append(errs, &SubEnvError{Env: failed, Op: "step", Err: err})
+		i = failed + 1
 	}
 	switch len(errs) {
 	case 0:
@@ -165,6 +159,22 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// stepFrom steps sub-environments from, from+1, ... until one fails (an error or a panic): it
+// returns that one's index and error, or n and nil. One deferred recover covers the loop.
+func (v *vectorEnv) stepFrom(from int, actions, obs []float32, results []StepResult) (at int, err error) {
+	defer recoverTo(&err)
+	an, on := v.actN, v.obsN
+	for at = from; at < len(v.envs); at++ {
+		r, err := v.envs[at].Step(actions[at*an:(at+1)*an:(at+1)*an], obs[at*on:(at+1)*on:(at+1)*on])
+		if err != nil {
+			return at, err
+		}
+		results[at] = r
+		v.running[at] = !r.Terminated && !r.Truncated
+	}
+	return at, nil
 }
 
 // subEnvErrors appends to dst every *SubEnvError in err's tree (errors.Join included).

@@ -10,6 +10,7 @@ import (
 // act computes the actions of every queued row, policy by policy, and records the
 // trajectory data.
 func (r *Runner) act() {
+	r.sent = 0
 	need := 0
 	for _, p := range r.policies {
 		need += len(p.infer) * p.actW
@@ -86,17 +87,34 @@ func (r *Runner) randomRows(p *policy) {
 	r.perf.add(phAction, time.Since(t1))
 }
 
-// send queues the agent's action for SendActions.
+// send queues the agent's action for SendActions (or writes it into the action column).
 func (r *Runner) send(p *policy, a *agentRec, act []float32) {
-	off := len(r.actBuf)
-	r.actBuf = append(r.actBuf, act...)
-	sent := r.actBuf[off : off+p.actW : off+p.actW]
-	// r.actBuf is refilled in the next step, before OnEpisodeEnd may ask for the last action.
-	a.lastBuf = append(a.lastBuf[:0], act...)
-	a.lastAct = a.lastBuf
+	var sent []float32
+	if r.ce != nil {
+		e := int(a.envID)
+		sent = r.cols.Actions[e*p.actW : (e+1)*p.actW : (e+1)*p.actW]
+		copy(sent, act)
+		r.sent++
+	} else {
+		off := len(r.actBuf)
+		r.actBuf = append(r.actBuf, act...)
+		sent = r.actBuf[off : off+p.actW : off+p.actW]
+		r.actions = append(r.actions, env.Action{Env: a.ep.EnvID, Agent: a.id, Action: sent})
+	}
+	if r.ce != nil {
+		// The row is written again only with the agent's next action (an ended episode's
+		// OnEpisodeEnd comes before its sub-environment's next action).
+		a.lastAct = sent
+	} else {
+		// r.actBuf is refilled in the next step, before OnEpisodeEnd may ask for the last
+		// action: keep a copy.
+		a.lastBuf = append(a.lastBuf[:0], act...)
+		a.lastAct = a.lastBuf
+	}
 	a.pending = true
-	p.agent.RecordAction(a.slot, sent)
-	r.actions = append(r.actions, env.Action{Env: a.ep.EnvID, Agent: a.id, Action: sent})
+	if p.records {
+		p.agent.RecordAction(a.slot, sent)
+	}
 }
 
 // inferRows runs the model over the policy's rows, in chunks of the session's capacity.
@@ -112,10 +130,17 @@ func (r *Runner) inferRows(p *policy) {
 			panic(err) // m is within the capacity and the session is open
 		}
 		in := p.obsT.Float32()
+		bulk := p.copies && r.inColumns(rows, w)
+		if bulk {
+			k := r.rowIndex(rows[0].obs, w)
+			copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
+		}
 		for j, ro := range rows {
 			a := ro.rec
 			dst := in[j*w : (j+1)*w]
-			p.agent.Write(dst, a.slot, ro.obs, ro.reward)
+			if !bulk {
+				p.agent.Write(dst, a.slot, ro.obs, ro.reward)
+			}
 			p.slots[j] = a.slot
 			if a.collect {
 				r.record(a, dst)

@@ -60,6 +60,8 @@ type policy struct {
 	obsW, actW, distW int
 	stateW            []int
 	hasValue          bool
+	copies            bool // the agent connectors copy the raw observation as it is
+	records           bool // an agent connector keeps past actions
 
 	infer  []row // rows that go through the model
 	plain  []row // final observations that need no model run
@@ -95,6 +97,7 @@ func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
 		p.cap = max(cfg.Session.Capacity, 2*numEnvs, 16)
 		p.rowBuf = make([]float32, p.obsW)
 		p.actRnd = make([]float32, p.actW)
+		p.records = agent.RecordsActions()
 		return p, nil
 	}
 	if cfg.Policy == nil {
@@ -175,6 +178,7 @@ func (p *policy) bind(spec *models.Spec) error {
 	}
 	p.slots = make([]int, p.cap)
 	p.rowBuf = make([]float32, p.obsW)
+	p.copies, p.records = p.agent.Copies(), p.agent.RecordsActions()
 	return nil
 }
 

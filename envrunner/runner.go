@@ -129,6 +129,13 @@ type Runner struct {
 	runErr                         error
 	progress                       progress
 	closed                         bool
+
+	// The columnar protocol (columnar.go); ce is nil when the general one is used.
+	ce   env.Columnar
+	cols env.Columns
+	sent int // actions written to cols.Actions in the current step
+
+	stepCB bool // the callbacks are not BaseCallbacks: OnEpisodeStep is called
 }
 
 // New builds a runner: a session and connectors per policy, checked against each other.
@@ -184,6 +191,11 @@ func New(cfg Config) (*Runner, error) {
 	if r.cb == nil {
 		r.cb = BaseCallbacks{}
 	}
+	switch r.cb.(type) {
+	case BaseCallbacks, *BaseCallbacks:
+	default:
+		r.stepCB = true
+	}
 	ids := make([]PolicyID, 0, len(cfg.Policies))
 	for id := range cfg.Policies {
 		ids = append(ids, id)
@@ -223,6 +235,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 		r.largeRows = max(1000, cfg.FragmentLength*10) * w
 	}
+	r.useColumns()
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
 	return r, nil
@@ -343,7 +356,13 @@ func (r *Runner) Step() error {
 	}
 	r.batch.Clear()
 	t0 := time.Now()
-	err := r.env.Poll(&r.batch)
+	var ready []env.EnvID
+	var err error
+	if r.ce != nil {
+		ready, err = r.ce.PollColumns(&r.batch)
+	} else {
+		err = r.env.Poll(&r.batch)
+	}
 	t1 := time.Now()
 	wait := t1.Sub(t0)
 	if err != nil {
@@ -356,6 +375,10 @@ func (r *Runner) Step() error {
 	for i := range nAgents {
 		r.addRow(&r.batch.Agents[i])
 	}
+	for _, e := range ready {
+		r.addColumn(e)
+	}
+	cols := len(ready) // sub-environments taken in through the columnar protocol
 	envSteps := 0
 	for _, ep := range r.touched {
 		if ep.stepped {
@@ -364,7 +387,9 @@ func (r *Runner) Step() error {
 			if !ep.extra {
 				envSteps++
 			}
-			r.cb.OnEpisodeStep(r, ep)
+			if r.stepCB {
+				r.cb.OnEpisodeStep(r, ep)
+			}
 		}
 	}
 	r.touched = r.touched[:0]
@@ -378,16 +403,26 @@ func (r *Runner) Step() error {
 		e := r.resets[k]
 		ne := len(r.batch.Envs)
 		tr := time.Now()
-		_, err := r.env.TryReset(e, env.Seed{}, &r.batch)
+		var ok bool
+		if r.ce != nil {
+			ok, err = r.ce.ResetColumns(e, env.Seed{}, &r.batch)
+		} else {
+			_, err = r.env.TryReset(e, env.Seed{}, &r.batch)
+		}
 		wait += time.Since(tr)
 		if err != nil {
 			return fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
 		}
 		r.statuses(ne)
+		if ok {
+			r.addColumn(e)
+			cols++
+		}
 	}
 	for i := nAgents; i < len(r.batch.Agents); i++ {
 		r.addRow(&r.batch.Agents[i])
 	}
+	agents, envs := len(r.batch.Agents)+cols, len(r.batch.Envs)+cols
 	r.act()
 	if r.runErr != nil {
 		err := r.runErr
@@ -407,7 +442,10 @@ func (r *Runner) Step() error {
 		}
 	}
 	t3 := time.Now()
-	if len(r.actions) > 0 {
+	switch {
+	case r.ce != nil && r.sent > 0:
+		err = r.ce.StepColumns()
+	case len(r.actions) > 0:
 		err = r.env.SendActions(r.actions)
 	}
 	wait += time.Since(t3)
@@ -420,14 +458,14 @@ func (r *Runner) Step() error {
 	}
 	r.totalEnvSteps += int64(envSteps)
 	r.sinceCutEnv += envSteps
-	if len(r.batch.Agents) == 0 && len(r.batch.Envs) > 0 {
+	if agents == 0 && envs > 0 {
 		r.idleSteps++
 		if r.idleSteps > 1000 && !r.warnedIdle {
 			r.warnedIdle = true
 			r.log.Warn("envrunner: your environment seems to be stepping without ever emitting agent observations (agents are never requested to act)",
 				"worker", r.cfg.Worker)
 		}
-	} else if len(r.batch.Agents) > 0 {
+	} else if agents > 0 {
 		r.idleSteps = 0
 	}
 	r.progress.update(r)
@@ -528,32 +566,43 @@ func (r *Runner) addRow(o *env.AgentObs) {
 	}
 	a := ep.agent(o.Agent)
 	if a == nil {
-		p := r.byID[r.mapping(o.Agent, ep)]
-		if p == nil {
-			panic(fmt.Sprintf("envrunner: PolicyMapping(%q) returned an unknown policy", o.Agent))
-		}
-		a = p.newRec()
-		a.id, a.ep, a.index = o.Agent, ep, int32(len(ep.agents))
-		a.epsID, a.envID = ep.ID, int32(ep.EnvID)
-		a.slot = p.slot()
-		a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
-		a.collect = r.collect && ep.TrainingEnabled
-		ep.agents = append(ep.agents, a)
+		a = r.newAgent(ep, o.Agent)
 	} else if a.done {
 		return // a done agent reported again; nothing to do
 	}
-	p := a.pol
-	done := o.Terminated || o.Truncated
-	obs := o.Obs
+	r.take(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction)
+}
+
+// newAgent makes the record of an agent that appears in the episode.
+func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
+	p := r.byID[r.mapping(id, ep)]
+	if p == nil {
+		panic(fmt.Sprintf("envrunner: PolicyMapping(%q) returned an unknown policy", id))
+	}
+	a := p.newRec()
+	a.id, a.ep, a.index = id, ep, int32(len(ep.agents))
+	a.epsID, a.envID = ep.ID, int32(ep.EnvID)
+	a.slot = p.slot()
+	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
+	a.collect = r.collect && ep.TrainingEnabled
+	ep.agents = append(ep.agents, a)
+	return a
+}
+
+// take takes in an observation of the agent: completes its pending transition and queues
+// the observation for its policy.
+func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32) {
+	ep, p := a.ep, a.pol
+	done := terminated || truncated
 	if done {
 		// The final observation is read after this step's resets, which may reuse the
 		// environment's buffer it points into: keep a copy.
-		a.final = append(a.final[:0], o.Obs...)
+		a.final = append(a.final[:0], obs...)
 		obs = a.final
 	}
-	a.lastObs, a.lastInfo, a.lastReward = obs, o.Info, o.Reward
-	a.reward += o.Reward
-	ep.TotalReward += o.Reward
+	a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
+	a.reward += reward
+	ep.TotalReward += reward
 	if a.pending {
 		a.pending = false
 		a.steps++
@@ -566,20 +615,20 @@ func (r *Runner) addRow(o *env.AgentObs) {
 			r.touched = append(r.touched, ep)
 		}
 		if a.collect {
-			a.rewards = append(a.rewards, float32(o.Reward))
-			a.terms = append(a.terms, o.Terminated)
-			a.truncs = append(a.truncs, o.Truncated)
-			if o.OffPolicyAction != nil && len(o.OffPolicyAction) == p.actW {
-				copy(a.actions[a.n*p.actW:(a.n+1)*p.actW], o.OffPolicyAction)
+			a.rewards = append(a.rewards, float32(reward))
+			a.terms = append(a.terms, terminated)
+			a.truncs = append(a.truncs, truncated)
+			if offPolicy != nil && len(offPolicy) == p.actW {
+				copy(a.actions[a.n*p.actW:(a.n+1)*p.actW], offPolicy)
 			}
 			a.n++
 		}
 	}
 	a.done = done
-	ro := row{rec: a, obs: obs, reward: o.Reward}
+	ro := row{rec: a, obs: obs, reward: reward}
 	// A final observation needs the model only for the value that bootstraps a truncated
 	// episode.
-	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !o.Terminated) {
+	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !terminated) {
 		p.infer = append(p.infer, ro)
 	} else {
 		p.plain = append(p.plain, ro)

@@ -209,7 +209,11 @@ func (d *Discrete) Contains(x []float32) bool {
 		return false
 	}
 	v := float64(x[0])
-	return v == math.Floor(v) && v >= float64(d.Start) && v < float64(d.Start)+float64(d.N)
+	if !(v >= float64(d.Start) && v < float64(d.Start)+float64(d.N)) { // NaN too
+		return false
+	}
+	// A float32 of magnitude 2^24 or more is an integer; below that, int32 holds it exactly.
+	return v >= 1<<24 || v <= -(1<<24) || v == float64(int32(v))
 }
 
 // Sample draws uniformly from [Start, Start+N).

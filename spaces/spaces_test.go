@@ -417,3 +417,30 @@ func TestNoAllocs(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Flatten(flat, raw) }), "Flatten")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Contains(raw) }), "Contains")
 }
+
+// TestDiscreteContainsEdges checks Discrete.Contains on fractions, NaN, infinities, bounds
+// and large magnitudes.
+func TestDiscreteContainsEdges(t *testing.T) {
+	d := &Discrete{N: 3, Start: -1}
+	for _, c := range []struct {
+		v    float32
+		want bool
+	}{{-1, true}, {0, true}, {1, true}, {2, false}, {-2, false}, {0.5, false}, {-0.5, false},
+		{float32(math.NaN()), false}, {float32(math.Inf(1)), false}, {float32(math.Inf(-1)), false}} {
+		if got := d.Contains([]float32{c.v}); got != c.want {
+			t.Errorf("Discrete(3, start -1).Contains(%v) = %v", c.v, got)
+		}
+	}
+	big := &Discrete{N: 1 << 40, Start: -(1 << 39)}
+	for _, c := range []struct {
+		v    float32
+		want bool
+	}{{1 << 30, true}, {-(1 << 30), true}, {1<<24 + 2, true}, {1<<22 + 0.5, false}, {1 << 40, false}} {
+		if got := big.Contains([]float32{c.v}); got != c.want {
+			t.Errorf("Discrete(2^40, start -2^39).Contains(%v) = %v", c.v, got)
+		}
+	}
+	if d.Contains([]float32{0, 1}) || d.Contains(nil) {
+		t.Error("Discrete.Contains accepted a wrong length")
+	}
+}

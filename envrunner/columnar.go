@@ -1,0 +1,92 @@
+package envrunner
+
+import "github.com/onnxrl/sampler/env"
+
+// useColumns switches the runner to the columnar protocol when the environment offers it
+// (env.Columnar: a VectorEnv's sub-environments, one agent each) and every policy's rows
+// match its columns. The protocol changes how observations come in and actions go out,
+// nothing else: episodes, batches, metrics and callbacks are the same as through Poll and
+// SendActions.
+func (r *Runner) useColumns() {
+	ce, ok := r.env.(env.Columnar)
+	if !ok {
+		return
+	}
+	c := ce.Columns()
+	if c.ObsSize <= 0 || len(c.Obs) != len(c.Results)*c.ObsSize || len(c.Actions) != len(c.Results)*c.ActionSize ||
+		len(c.Reset) != len(c.Results) {
+		return
+	}
+	for _, p := range r.policies {
+		if p.agent.InputSize() != c.ObsSize || p.actW != c.ActionSize {
+			return
+		}
+	}
+	r.ce, r.cols = ce, c
+}
+
+// addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for
+// a polled status and agent.
+func (r *Runner) addColumn(e env.EnvID) {
+	c := &r.cols
+	res := &c.Results[e]
+	ep := r.episodeAt(e)
+	if c.Reset[e] {
+		if ep != nil && !ep.ended {
+			ep.ended = true
+			r.ending = append(r.ending, ep)
+			r.endEpisode(ep)
+		}
+		ep = r.startEpisode(e, true)
+	}
+	if ep != nil && (res.Terminated || res.Truncated) && !ep.ended {
+		ep.ended = true
+		r.ending = append(r.ending, ep)
+		r.resets = append(r.resets, e)
+	}
+	if ep == nil || (ep.ended && !r.isEnding(ep)) {
+		ep = r.startEpisode(e, true)
+	}
+	var a *agentRec
+	if len(ep.agents) > 0 {
+		if a = ep.agents[0]; a.done {
+			return
+		}
+	} else {
+		a = r.newAgent(ep, env.DefaultAgentID)
+	}
+	w := c.ObsSize
+	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil)
+}
+
+// inColumns reports whether the rows' observations are consecutive rows of the columns, in
+// order: the model's input rows are then one copy of them.
+func (r *Runner) inColumns(rows []row, w int) bool {
+	if r.ce == nil || len(rows) == 0 {
+		return false
+	}
+	obs := r.cols.Obs
+	k := r.rowIndex(rows[0].obs, w)
+	if k < 0 || (k+len(rows))*w > len(obs) {
+		return false
+	}
+	for j := range rows {
+		if &rows[j].obs[0] != &obs[(k+j)*w] {
+			return false
+		}
+	}
+	return true
+}
+
+// rowIndex returns the row of the columns that obs is, or -1.
+func (r *Runner) rowIndex(obs []float32, w int) int {
+	if len(obs) != w {
+		return -1
+	}
+	for e := range r.cols.Results {
+		if &r.cols.Obs[e*w] == &obs[0] {
+			return e
+		}
+	}
+	return -1
+}

@@ -1,0 +1,172 @@
+package envrunner_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/models"
+)
+
+// hidden hides the env.Columnar side of a BaseEnv: the runner then drives it through Poll
+// and SendActions.
+type hidden struct{ env.BaseEnv }
+
+// flaky is an Env that panics on its failAt-th step (counted over its life), once.
+type flaky struct {
+	env.Env
+	steps, failAt int
+}
+
+func (f *flaky) Step(action, obs []float32) (env.StepResult, error) {
+	f.steps++
+	if f.steps == f.failAt {
+		panic("flaky: planned failure")
+	}
+	return f.Env.Step(action, obs)
+}
+
+// vectorOf builds a VectorEnv BaseEnv of n registered environments; with failAt > 0,
+// sub-environment 1 panics on its failAt-th step (and is restarted).
+func vectorOf(tb testing.TB, name string, cfg env.Config, n int, failAt int) env.BaseEnv {
+	tb.Helper()
+	made := 0
+	v, err := env.NewVectorEnv(func(i int) (env.Env, error) {
+		e, err := env.Make(name, cfg)
+		if err != nil {
+			return nil, err
+		}
+		made++
+		if i == 1 && failAt > 0 && made <= n { // the first instance only; its restart is well
+			return &flaky{Env: e.(env.Env), failAt: failAt}, nil
+		}
+		return e.(env.Env), nil
+	}, n)
+	require.NoError(tb, err)
+	be, err := env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(77), RestartFailedSubEnvironments: failAt > 0})
+	require.NoError(tb, err)
+	return be
+}
+
+// trace records the callbacks in order.
+type trace struct {
+	envrunner.BaseCallbacks
+	log []string
+}
+
+func (t *trace) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episode) {
+	t.log = append(t.log, fmt.Sprintf("start %d %d", ep.EnvID, ep.ID))
+}
+
+func (t *trace) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
+	t.log = append(t.log, fmt.Sprintf("step %d %d %v %v", ep.EnvID, ep.Length, ep.LastObservation(env.DefaultAgentID), ep.LastAction(env.DefaultAgentID)))
+}
+
+func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
+	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID)))
+}
+
+// TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
+// columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
+// must be the same.
+func TestColumnarMatchesPollSend(t *testing.T) {
+	needORT(t)
+	mlp := bundledPolicy(t, "cartpole_mlp")
+	lstm := bundledPolicy(t, "lstm_policy")
+	pend := bundledPolicy(t, "pendulum_gaussian")
+	short := env.Config{"max_episode_steps": 23}
+	type tc struct {
+		name    string
+		env     string
+		cfg     env.Config
+		pol     *models.Policy
+		random  bool
+		explore bool
+		mutate  func(*envrunner.Config)
+		failAt  int
+	}
+	cases := []tc{
+		{name: "greedy no samples", env: "CartPole-v1", cfg: short, pol: mlp, mutate: func(c *envrunner.Config) { c.NoSamples = true; c.MaxEpisodes = 12 }},
+		{name: "explore gae truncations", env: "CartPole-v1", cfg: short, pol: mlp, explore: true,
+			mutate: func(c *envrunner.Config) { c.FragmentLength = 7; c.GAE = &envrunner.GAE{Gamma: 0.9, Lambda: 0.8} }},
+		{name: "complete episodes by agent steps", env: "CartPole-v1", cfg: short, pol: mlp, explore: true,
+			mutate: func(c *envrunner.Config) {
+				c.BatchMode = envrunner.CompleteEpisodes
+				c.CountStepsBy = envrunner.AgentSteps
+				c.FragmentLength = 10
+			}},
+		{name: "recurrent", env: "StatelessCartPole", cfg: short, pol: lstm, explore: true,
+			mutate: func(c *envrunner.Config) {
+				c.FragmentLength = 9
+				c.MaxSeqLen = 4
+				c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}
+			}},
+		{name: "random", env: "CartPole-v1", cfg: short, random: true, mutate: func(c *envrunner.Config) { c.FragmentLength = 5 }},
+		{name: "gaussian", env: "Pendulum-v1", cfg: env.Config{"max_episode_steps": 17}, pol: pend, explore: true,
+			mutate: func(c *envrunner.Config) { c.FragmentLength = 6; c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 1} }},
+		{name: "faults", env: "CartPole-v1", cfg: short, pol: mlp, explore: true, failAt: 30,
+			mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
+	}
+	type result struct {
+		batches  []*envrunner.MultiAgentBatch
+		metrics  []envrunner.RolloutMetrics
+		counters envrunner.Counters
+		log      []string
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := func(columnar bool) result {
+				const n = 5
+				be := vectorOf(t, c.env, c.cfg, n, c.failAt)
+				_, isCol := be.(env.Columnar)
+				require.True(t, isCol)
+				if !columnar {
+					be = hidden{be}
+				}
+				tr := &trace{}
+				cfg := envrunner.Config{Env: be, NumEnvs: n, Seed: 5, Callbacks: tr}
+				if c.random {
+					cfg.Policies = randomPolicies(envrunner.DefaultPolicyID)
+				} else {
+					cfg.Policies = singlePolicy(c.pol, c.explore)
+				}
+				c.mutate(&cfg)
+				r := newRunner(t, cfg)
+				var res result
+				for range 6 {
+					if cfg.NoSamples {
+						for range 40 {
+							require.NoError(t, r.Step())
+						}
+						continue
+					}
+					b := &envrunner.MultiAgentBatch{}
+					require.NoError(t, r.Sample(b))
+					for _, id := range b.PolicyIDs() {
+						require.NoError(t, b.Policy(id).Validate())
+					}
+					res.batches = append(res.batches, b)
+				}
+				res.metrics = r.Metrics(nil)
+				res.counters = r.Counters()
+				res.log = tr.log
+				return res
+			}
+			col, gen := run(true), run(false)
+			require.NotEmpty(t, col.metrics)
+			require.Equal(t, gen.counters, col.counters)
+			require.Equal(t, gen.metrics, col.metrics)
+			require.Equal(t, gen.log, col.log)
+			require.Equal(t, len(gen.batches), len(col.batches))
+			for i := range gen.batches {
+				require.Equal(t, gen.batches[i], col.batches[i], "batch %d", i)
+			}
+			if c.failAt > 0 {
+				require.Positive(t, col.counters.FaultyEpisodes)
+			}
+		})
+	}
+}
