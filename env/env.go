@@ -35,6 +35,13 @@
 // synchronous adapters step inside SendActions and the next Poll reports the results; the
 // RemoteVectorEnv starts the steps and Poll collects the ones that are ready.
 //
+// # Columns
+//
+// NewVectorBaseEnv's BaseEnv also implements Columnar: a caller that drives every
+// sub-environment's one agent can use PollColumns, ResetColumns and StepColumns instead,
+// reading observations, rewards and flags from, and writing actions into, the shared
+// buffers of Columns(), with no per-agent AgentObs or Action records (envrunner does so).
+//
 // # Buffers and lifetimes
 //
 // The caller owns the Batch and reuses it: Poll and TryReset only append to it, and Clear

@@ -14,6 +14,13 @@
 // final observation goes through the model only when its value is needed (GAE on a
 // truncated episode).
 //
+// An environment that implements env.Columnar (a VectorEnv through env.NewVectorBaseEnv) is
+// driven through its columns instead of per-agent records: observations are copied into
+// the model's input in one go where the agent connectors leave them as they are, and
+// actions are written straight into the environment's action column. Everything else is
+// the same (a test runs both protocols side by side and compares batches, metrics and
+// callbacks).
+//
 // # Sample batches
 //
 // Each agent's trajectory is kept as it grows (RLlib's agent collector) and moved into its
