@@ -8,16 +8,25 @@ import (
 // Episodes are reused by the runner once they end: a callback must not keep the pointer
 // after OnEpisodeEnd (copy what it needs).
 type Episode struct {
+	// Length is the number of environment steps so far.
+	Length int
+	// TotalReward is the sum of the rewards of all agents so far.
+	TotalReward float64
+
+	// What every step touches, in the same cache line as Length and TotalReward.
+	agents    []*agentRec // in order of first appearance (agent_index)
+	ended     bool
+	endCalled bool // OnEpisodeEnd ran and the metrics are recorded
+	extra     bool // started beyond Config.MaxEpisodes: not recorded, not counted
+	faulty    bool
+	stepped   bool // an agent of the episode completed a transition in the current step
+
 	// ID is unique within a run (drawn from the runner's seed, its index and a counter).
 	ID int64
 	// EnvID is the sub-environment the episode runs in.
 	EnvID env.EnvID
 	// Worker is the index of the runner.
 	Worker int
-	// Length is the number of environment steps so far.
-	Length int
-	// TotalReward is the sum of the rewards of all agents so far.
-	TotalReward float64
 	// CustomMetrics are reported with the episode's RolloutMetrics (RLlib's custom_metrics).
 	// The runner makes the map; callbacks write into it.
 	CustomMetrics map[string]float64
@@ -28,12 +37,6 @@ type Episode struct {
 	// (an ExternalEnv episode started with training disabled).
 	TrainingEnabled bool
 
-	agents    []*agentRec // in order of first appearance (agent_index)
-	ended     bool
-	endCalled bool // OnEpisodeEnd ran and the metrics are recorded
-	extra     bool // started beyond Config.MaxEpisodes: not recorded, not counted
-	faulty    bool
-	stepped   bool // an agent of the episode completed a transition in the current step
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -124,26 +127,27 @@ type RolloutMetrics struct {
 // index n waits for its reward. Per-transition columns hold n (or n+1 with a pending action)
 // entries.
 type agentRec struct {
-	id    env.AgentID
-	index int32 // agent_index
-	ep    *Episode
-	pol   *policy
-	slot  int
-
-	done     bool // terminated or truncated: no more actions
-	pending  bool // took an action and waits for the next observation
-	listed   bool // in the runner's list of records with data
-	t0       int32
-	reward   float64 // total
-	steps    int     // transitions completed in the episode
-	collect  bool    // the record's data goes to the sample batches
-	epsID    int64
-	envID    int32
-	lastObs  []float32
-	lastInfo env.Info
-
+	// The fields every step touches come first, close together.
+	ep         *Episode
+	pol        *policy
+	done       bool // terminated or truncated: no more actions
+	pending    bool // took an action and waits for the next observation
+	collect    bool // the record's data goes to the sample batches
+	listed     bool // in the runner's list of records with data
+	envID      int32
+	reward     float64 // total
+	steps      int     // transitions completed in the episode
+	lastObs    []float32
+	lastInfo   env.Info
 	lastReward float64
 	lastAct    []float32
+	slot       int
+
+	id    env.AgentID
+	index int32 // agent_index
+	t0    int32
+	epsID int64
+
 	final      []float32 // a copy of the final observation (storage kept across reuse)
 	lastBuf    []float32 // a copy of the last action (storage kept across reuse)
 
