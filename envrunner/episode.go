@@ -36,7 +36,6 @@ type Episode struct {
 	// TrainingEnabled is false for an episode whose data is left out of the sample batches
 	// (an ExternalEnv episode started with training disabled).
 	TrainingEnabled bool
-
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -148,8 +147,8 @@ type agentRec struct {
 	t0    int32
 	epsID int64
 
-	final      []float32 // a copy of the final observation (storage kept across reuse)
-	lastBuf    []float32 // a copy of the last action (storage kept across reuse)
+	final   []float32 // a copy of the final observation (storage kept across reuse)
+	lastBuf []float32 // a copy of the last action (storage kept across reuse)
 
 	// Trajectory since the last cut.
 	obs      []float32 // rows o_0..o_k (ObsWidth each)
