@@ -154,7 +154,7 @@ func (s *Server) Close() error {
 			if !ep.seen {
 				continue // nothing reported: nothing to record
 			}
-			err := endTruncated(s.env, id, ep.last)
+			err := s.env.EndEpisodeTruncated(id, ep.last)
 			if err != nil && !errors.Is(err, externalenv.ErrEpisodeDone) && !errors.Is(err, externalenv.ErrEpisodeNotFound) {
 				errs = append(errs, fmt.Errorf("server: end episode %q: %w", id, err))
 				continue
@@ -740,15 +740,4 @@ func (s *Server) act(b *reqBuf, r *http.Request, w http.ResponseWriter) (int, er
 	}
 	b.out = append(b.out, "]}"...)
 	return writeJSON(w, http.StatusOK, b.out), nil
-}
-
-// endTruncated ends an episode as truncated.
-func endTruncated(e *externalenv.ExternalEnv, id string, obs []float32) error {
-	// TODO(serve): call e.EndEpisodeTruncated once branch ext-ma is merged.
-	if t, ok := any(e).(interface {
-		EndEpisodeTruncated(string, []float32) error
-	}); ok {
-		return t.EndEpisodeTruncated(id, obs)
-	}
-	return e.EndEpisode(id, obs)
 }

@@ -239,11 +239,14 @@ func TestCloseKeepsEveryStep(t *testing.T) {
 	ends := 0
 	for i := range b.Count {
 		assert.Equal(t, float32(1), b.Rewards[i])
-		if b.Truncateds[i] || b.Terminateds[i] {
+		assert.False(t, b.Terminateds[i])
+		if b.Truncateds[i] {
 			ends++
+			// The last observation is the final one: new_obs repeats obs.
+			assert.Equal(t, envrunner.Row(b.Obs, 4, i), envrunner.Row(b.NewObs, 4, i))
 		}
 	}
-	assert.Equal(t, 5, ends, "one end per episode")
+	assert.Equal(t, 5, ends, "one truncated end per episode")
 	assert.Zero(t, h.srv.Metrics().ActiveEpisodes())
 }
 
