@@ -15,7 +15,7 @@
 //	POST /v1/episodes/{id}/action     {"observation": [...]} -> 200 {"action": 1}
 //	POST /v1/episodes/{id}/log_action {"observation": [...], "action": 1} -> 204
 //	POST /v1/episodes/{id}/returns    {"reward": 1.0, "info"?: {...}} -> 204
-//	POST /v1/episodes/{id}/end        {"observation": [...]} -> 204
+//	POST /v1/episodes/{id}/end        {"observation": [...], "truncated"?: false} -> 204
 //	POST /v1/act                      {"observations": [[...], ...], "explore"?: false}
 //	                                  -> 200 {"actions": [1, 0, ...]}
 //	GET  /v1/spaces                   -> {"observation_space": {...}, "action_space": {...},
@@ -28,7 +28,30 @@
 // are summed into the next observation's transition; /log_action records the simulator's own
 // action. /v1/act is stateless batched inference for simulators that batch themselves: it
 // records nothing, and runs on its own sessions (an Actor), not through the sampler;
-// "explore" overrides the server's default for one request.
+// "explore" overrides the server's default for one request. /end with "truncated": true ends
+// an episode cut short (EndEpisodeTruncated: the sampler bootstraps from the final
+// observation's value instead of zero).
+//
+// # Multi-agent
+//
+// With Options.MultiAgentEnv (`sample serve --multi-agent`) the episode endpoints take and
+// give objects keyed by agent id, every agent sharing the observation and action spaces
+// (see externalenv.ExternalMultiAgentEnv for the semantics):
+//
+//	POST /v1/episodes/{id}/action     {"observation": {"a0": [...], "a1": [...]}}
+//	                                  -> 200 {"action": {"a0": 1, "a1": 0}}
+//	POST /v1/episodes/{id}/log_action {"observation": {"a0": [...]}, "action": {"a0": 1}} -> 204
+//	POST /v1/episodes/{id}/returns    {"reward": {"a0": 1.0, "a1": -1}, "done"?: {"a1": true},
+//	                                   "info"?: {"a0": {...}}} -> 204
+//	POST /v1/episodes/{id}/end        {"observation": {"a0": [...]}, "truncated"?: false} -> 204
+//
+// /returns takes rewards (summed per agent until its next observation), dones and infos as
+// objects keyed by agent id; "rewards" and "dones", RLlib's names, are accepted as synonyms of
+// "reward" and "done". An agent marked done observes at most once more (its final
+// observation, which gets no action); the /action answer holds the agents that act. /end
+// ends every agent that has not ended, those missing from its observations with their last
+// observation repeated. /v1/act is the same as in single-agent mode (a batch of
+// observations of the shared space).
 //
 // # Errors
 //
@@ -67,8 +90,9 @@
 //	r.Close(); writer.Close()
 //
 // Close ends each running episode that has reported an observation as truncated, with its
-// last observation as the final one, so every action the server answered becomes a row of
-// the sample batches. Episodes without an observation leave nothing.
+// last observation as the final one (each agent's last one in multi-agent mode), so every
+// action the server answered becomes a row of the sample batches. Episodes without an
+// observation leave nothing.
 //
 // # Performance
 //

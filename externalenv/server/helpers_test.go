@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/env/classic"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/externalenv"
@@ -39,6 +40,7 @@ type harnessOptions struct {
 	env     externalenv.Options
 	server  server.Options
 	noActor bool
+	multi   bool // an ExternalMultiAgentEnv with env's options
 }
 
 func cartPoleSpaces(tb testing.TB) (spaces.Space, spaces.Space) {
@@ -55,17 +57,30 @@ func newHarness(tb testing.TB, o harnessOptions) *harness {
 	if o.env.MaxConcurrentEpisodes == 0 {
 		o.env.MaxConcurrentEpisodes = 8
 	}
-	e, err := externalenv.New(o.env)
-	require.NoError(tb, err)
-	h := &harness{t: tb, env: e}
-	o.server.Env = e
+	h := &harness{t: tb}
+	var be env.BaseEnv
+	var numEnvs int
+	if o.multi {
+		e, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: o.env.ObservationSpace,
+			ActionSpace: o.env.ActionSpace, MaxConcurrentEpisodes: o.env.MaxConcurrentEpisodes, Timeout: o.env.Timeout})
+		require.NoError(tb, err)
+		o.server.MultiAgentEnv = e
+		be, numEnvs = e, e.NumEnvs()
+	} else {
+		e, err := externalenv.New(o.env)
+		require.NoError(tb, err)
+		h.env = e
+		o.server.Env = e
+		be, numEnvs = e, e.NumEnvs()
+	}
+	var err error
 	if o.server.Actor == nil && !o.noActor {
 		o.server.Actor = server.NewRandomActor(o.env.ActionSpace, 1)
 	}
 	h.srv, err = server.New(o.server)
 	require.NoError(tb, err)
 	h.runner, err = envrunner.New(envrunner.Config{
-		Env: h.srv.Metrics().ObservePolls(e), NumEnvs: e.NumEnvs(), Seed: 1, FragmentLength: 10,
+		Env: h.srv.Metrics().ObservePolls(be), NumEnvs: numEnvs, Seed: 1, FragmentLength: 10,
 		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {
 			Random: true, ObservationSpace: o.env.ObservationSpace, ActionSpace: o.env.ActionSpace}},
 	})
@@ -114,6 +129,7 @@ func (h *harness) rows() *envrunner.SampleBatch {
 		all.Terminateds = append(all.Terminateds, b.Terminateds...)
 		all.Truncateds = append(all.Truncateds, b.Truncateds...)
 		all.EpsID = append(all.EpsID, b.EpsID...)
+		all.AgentIndex = append(all.AgentIndex, b.AgentIndex...)
 		all.Count += b.Count
 	}
 	return all

@@ -31,9 +31,11 @@ var ErrClosed = errors.New("server: shutting down")
 
 // Options configures a Server.
 type Options struct {
-	// Env is the single-agent ExternalEnv the episode endpoints drive. New starts its run
-	// loop (it must not have been started); Close ends it.
-	Env *externalenv.ExternalEnv
+	// Env is the single-agent ExternalEnv the episode endpoints drive, or MultiAgentEnv the
+	// multi-agent one (exactly one of them). New starts its run loop (it must not have been
+	// started); Close ends it.
+	Env           *externalenv.ExternalEnv
+	MultiAgentEnv *externalenv.ExternalMultiAgentEnv
 	// Actor answers /v1/act; nil makes /v1/act answer 501.
 	Actor Actor
 	// MaxBodyBytes bounds request bodies (413 beyond); 0 means DefaultMaxBodyBytes.
@@ -49,6 +51,7 @@ type Options struct {
 // (see the package documentation for the API). ServeHTTP is safe for concurrent use.
 type Server struct {
 	env      *externalenv.ExternalEnv
+	ma       *externalenv.ExternalMultiAgentEnv
 	obsSpace spaces.Space
 	actSpace spaces.Space
 	obsSize  int
@@ -75,6 +78,8 @@ type Server struct {
 type episodeState struct {
 	last []float32
 	seen bool // an observation was reported
+	// Multi-agent: the agents that reported, by id.
+	agents map[string]*agentState
 }
 
 // reqBuf holds one request's buffers; they are pooled.
@@ -84,22 +89,32 @@ type reqBuf struct {
 	obs  []float32
 	act  []float32
 	dec  wire.Decoder
+	// Multi-agent: the agents of a map in document order, and the maps handed to the env.
+	refs   []agentRef
+	obsMap map[string][]float32
+	actMap map[string][]float32
+	ids    []string
 }
 
 // New returns a server over opts.Env and starts the env's run loop, which returns when Close
 // is called. An envrunner.Runner (see Sampler) must drive the env as its BaseEnv for the
 // action endpoints to be answered.
 func New(opts Options) (*Server, error) {
-	if opts.Env == nil {
-		return nil, errors.New("server: Options.Env is nil")
+	if (opts.Env == nil) == (opts.MultiAgentEnv == nil) {
+		return nil, errors.New("server: set one of Options.Env and Options.MultiAgentEnv")
 	}
 	if opts.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: MaxBodyBytes %d, want >= 0", opts.MaxBodyBytes)
 	}
 	s := &Server{
-		env: opts.Env, obsSpace: opts.Env.ObservationSpace(), actSpace: opts.Env.ActionSpace(),
+		env: opts.Env, ma: opts.MultiAgentEnv,
 		actor: opts.Actor, maxBody: opts.MaxBodyBytes, metrics: opts.Metrics, log: opts.Logger,
 		episodes: map[string]*episodeState{}, runDone: make(chan struct{}),
+	}
+	if s.env != nil {
+		s.obsSpace, s.actSpace = s.env.ObservationSpace(), s.env.ActionSpace()
+	} else {
+		s.obsSpace, s.actSpace = s.ma.ObservationSpace(), s.ma.ActionSpace()
 	}
 	s.obsSize, s.actSize = s.obsSpace.Size(), s.actSpace.Size()
 	if s.maxBody == 0 {
@@ -116,19 +131,25 @@ func New(opts Options) (*Server, error) {
 		Act        spaces.Space `json:"action_space"`
 		MultiAgent bool         `json:"multi_agent"`
 		HasAct     bool         `json:"act"`
-	}{s.obsSpace, s.actSpace, false, s.actor != nil})
+	}{s.obsSpace, s.actSpace, s.ma != nil, s.actor != nil})
 	if err != nil {
 		return nil, fmt.Errorf("server: spaces: %w", err)
 	}
 	s.spaces = sp
 	s.bufs.New = func() any { return &reqBuf{} }
-	s.env.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error {
+	// The run loop: the simulator is the HTTP clients; it ends with Close.
+	run := func(ctx context.Context) error {
 		select {
 		case <-s.runDone:
 		case <-ctx.Done():
 		}
 		return nil
-	})
+	}
+	if s.env != nil {
+		s.env.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error { return run(ctx) })
+	} else {
+		s.ma.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalMultiAgentEnv) error { return run(ctx) })
+	}
 	return s, nil
 }
 
@@ -151,10 +172,21 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		var errs []error
 		for id, ep := range open {
-			if !ep.seen {
+			var err error
+			switch {
+			case s.ma != nil:
+				// One agent that has not ended is enough: the others end with their last
+				// observation repeated.
+				agent, a := ep.openAgent()
+				if a == nil {
+					continue // every agent has ended: nothing left to record
+				}
+				err = s.ma.EndEpisodeTruncated(id, map[string][]float32{agent: a.last})
+			case ep.seen:
+				err = s.env.EndEpisodeTruncated(id, ep.last)
+			default:
 				continue // nothing reported: nothing to record
 			}
-			err := s.env.EndEpisodeTruncated(id, ep.last)
 			if err != nil && !errors.Is(err, externalenv.ErrEpisodeDone) && !errors.Is(err, externalenv.ErrEpisodeNotFound) {
 				errs = append(errs, fmt.Errorf("server: end episode %q: %w", id, err))
 				continue
@@ -249,13 +281,29 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id 
 	case epStart:
 		code, err = s.startEpisode(b, w)
 	case epAction:
-		code, err = s.getAction(b, id, r, w)
+		if s.ma != nil {
+			code, err = s.getActionMA(b, id, r, w)
+		} else {
+			code, err = s.getAction(b, id, r, w)
+		}
 	case epLogAction:
-		code, err = s.logAction(b, id, w)
+		if s.ma != nil {
+			code, err = s.logActionMA(b, id, w)
+		} else {
+			code, err = s.logAction(b, id, w)
+		}
 	case epReturns:
-		code, err = s.logReturns(b, id, w)
+		if s.ma != nil {
+			code, err = s.logReturnsMA(b, id, w)
+		} else {
+			code, err = s.logReturns(b, id, w)
+		}
 	case epEnd:
-		code, err = s.endEpisode(b, id, w)
+		if s.ma != nil {
+			code, err = s.endEpisodeMA(b, id, w)
+		} else {
+			code, err = s.endEpisode(b, id, w)
+		}
 	case epAct:
 		code, err = s.act(b, r, w)
 	}
@@ -492,7 +540,12 @@ func (s *Server) startEpisode(b *reqBuf, w http.ResponseWriter) (int, error) {
 			return 0, err
 		}
 	}
-	id, err := s.env.StartEpisode(id, training)
+	var err error
+	if s.env != nil {
+		id, err = s.env.StartEpisode(id, training)
+	} else {
+		id, err = s.ma.StartEpisode(id, training)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -653,17 +706,37 @@ func (s *Server) logReturns(b *reqBuf, id string, w http.ResponseWriter) (int, e
 	return http.StatusNoContent, nil
 }
 
-// endEpisode: POST /v1/episodes/{id}/end {"observation"} -> 204.
+// endEpisode: POST /v1/episodes/{id}/end {"observation", "truncated"?} -> 204.
 func (s *Server) endEpisode(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
-	if err := s.decodeObs(b, nil); err != nil {
+	truncated := false
+	if err := s.decodeObs(b, func(key []byte) (bool, error) {
+		return truncatedMember(&b.dec, key, &truncated)
+	}); err != nil {
 		return 0, err
 	}
-	if err := s.env.EndEpisode(id, b.obs); err != nil {
+	end := s.env.EndEpisode
+	if truncated {
+		end = s.env.EndEpisodeTruncated
+	}
+	if err := end(id, b.obs); err != nil {
 		return 0, err
 	}
 	s.ended(id)
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
+}
+
+// truncatedMember reads the "truncated" member of /end.
+func truncatedMember(d *wire.Decoder, key []byte, truncated *bool) (bool, error) {
+	if string(key) != "truncated" {
+		return false, nil
+	}
+	if d.Null() {
+		return true, nil
+	}
+	v, err := d.Bool()
+	*truncated = v
+	return true, err
 }
 
 func (s *Server) ended(id string) {
