@@ -415,9 +415,22 @@ func (c *Client) LogReturns(ctx context.Context, id string, reward float64, info
 
 // EndEpisode reports the episode's final observation (terminated) and ends it.
 func (c *Client) EndEpisode(ctx context.Context, id string, obs []float32) error {
+	return c.end(ctx, id, obs, false)
+}
+
+// EndEpisodeTruncated is EndEpisode for an episode cut short (a time limit): the sampler
+// bootstraps its return from the final observation's value.
+func (c *Client) EndEpisodeTruncated(ctx context.Context, id string, obs []float32) error {
+	return c.end(ctx, id, obs, true)
+}
+
+func (c *Client) end(ctx context.Context, id string, obs []float32, truncated bool) error {
 	b := c.get()
 	defer c.put(b)
 	b.req = appendObsBody(b.req[:0], obs, nil)
+	if truncated {
+		b.req = append(b.req[:len(b.req)-1], `,"truncated":true}`...)
+	}
 	_, err := c.do(ctx, b, http.MethodPost, episodePath(id, "end"), true)
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/env/classic"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/externalenv"
@@ -35,22 +36,36 @@ type testServer struct {
 }
 
 func startServer(tb testing.TB, eo externalenv.Options, so server.Options) *testServer {
+	return startServerMode(tb, eo, so, false)
+}
+
+func startServerMode(tb testing.TB, eo externalenv.Options, so server.Options, multi bool) *testServer {
 	tb.Helper()
 	if eo.ObservationSpace == nil {
 		cp, err := classic.NewCartPole(nil)
 		require.NoError(tb, err)
 		eo.ObservationSpace, eo.ActionSpace = cp.ObservationSpace(), cp.ActionSpace()
 	}
-	e, err := externalenv.New(eo)
-	require.NoError(tb, err)
-	so.Env = e
+	var e env.BaseEnv
+	var numEnvs int
+	if multi {
+		ma, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: eo.ObservationSpace,
+			ActionSpace: eo.ActionSpace, MaxConcurrentEpisodes: eo.MaxConcurrentEpisodes})
+		require.NoError(tb, err)
+		so.MultiAgentEnv, e, numEnvs = ma, ma, ma.NumEnvs()
+	} else {
+		se, err := externalenv.New(eo)
+		require.NoError(tb, err)
+		so.Env, e, numEnvs = se, se, se.NumEnvs()
+	}
+	var err error
 	if so.Actor == nil {
 		so.Actor = server.NewRandomActor(eo.ActionSpace, 1)
 	}
 	ts := &testServer{}
 	ts.srv, err = server.New(so)
 	require.NoError(tb, err)
-	ts.runner, err = envrunner.New(envrunner.Config{Env: e, NumEnvs: e.NumEnvs(), Seed: 2, FragmentLength: 5,
+	ts.runner, err = envrunner.New(envrunner.Config{Env: e, NumEnvs: numEnvs, Seed: 2, FragmentLength: 5,
 		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {
 			Random: true, ObservationSpace: eo.ObservationSpace, ActionSpace: eo.ActionSpace}}})
 	require.NoError(tb, err)
@@ -259,4 +274,46 @@ func TestNewChecksURL(t *testing.T) {
 	err = c.Health(context.Background())
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "client: "), err.Error())
+}
+
+func TestMultiAgent(t *testing.T) {
+	ts := startServerMode(t, externalenv.Options{}, server.Options{}, true)
+	c := newClient(t, ts.url)
+	ma := c.MultiAgent()
+	ctx := context.Background()
+	sp, err := c.Spaces(ctx)
+	require.NoError(t, err)
+	assert.True(t, sp.MultiAgent)
+	id, err := ma.StartEpisode(ctx, "m", true)
+	require.NoError(t, err)
+	o := func(x float32) []float32 { return []float32{x, 0, 0, 0} }
+	acts, err := ma.GetAction(ctx, id, map[string][]float32{"a": o(0.1), "b": o(0.2)})
+	require.NoError(t, err)
+	require.Len(t, acts, 2)
+	assert.Len(t, acts["a"], 1)
+	require.NoError(t, ma.LogReturns(ctx, id, map[string]float64{"a": 1, "b": 2}, map[string]bool{"b": true},
+		map[string]map[string]any{"a": {"k": "v"}}))
+	require.NoError(t, ma.LogAction(ctx, id, map[string][]float32{"a": o(0.3), "b": o(0.4)}, map[string][]float32{"a": {1}}))
+	acts, err = ma.GetAction(ctx, id, map[string][]float32{"a": o(0.5)})
+	require.NoError(t, err)
+	assert.Len(t, acts, 1)
+	_, err = ma.GetAction(ctx, id, map[string][]float32{"b": o(0.6)})
+	assert.ErrorIs(t, err, externalenv.ErrBadObservation, "b is done")
+	require.NoError(t, ma.EndEpisodeTruncated(ctx, id, map[string][]float32{"a": o(0.7)}))
+	assert.ErrorIs(t, ma.EndEpisode(ctx, id, map[string][]float32{"a": o(0.7)}), externalenv.ErrEpisodeDone)
+	// a: 0.1, 0.3, 0.5 -> 0.7; b: 0.2 -> 0.4 (done).
+	assert.Equal(t, 4, ts.stop(t))
+}
+
+func TestEndEpisodeTruncated(t *testing.T) {
+	ts := startServer(t, externalenv.Options{}, server.Options{})
+	c := newClient(t, ts.url)
+	ctx := context.Background()
+	id, err := c.StartEpisode(ctx, "", true)
+	require.NoError(t, err)
+	_, err = c.GetAction(ctx, id, []float32{0, 0, 0, 0})
+	require.NoError(t, err)
+	require.NoError(t, c.EndEpisodeTruncated(ctx, id, []float32{0.1, 0, 0, 0}))
+	assert.ErrorIs(t, c.EndEpisodeTruncated(ctx, id, []float32{0.1, 0, 0, 0}), externalenv.ErrEpisodeDone)
+	assert.Equal(t, 1, ts.stop(t))
 }

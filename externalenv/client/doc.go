@@ -17,6 +17,14 @@
 //
 // Observations and actions are flat []float32 in the raw layout of their space (package
 // spaces); the client reads the server's spaces from /v1/spaces once, to decode actions.
+// EndEpisodeTruncated ends an episode cut short (a time limit).
+//
+// A multi-agent server (`sample serve --multi-agent`) takes maps keyed by agent id:
+//
+//	ma := c.MultiAgent()
+//	acts, err := ma.GetAction(ctx, id, map[string][]float32{"a0": obs0, "a1": obs1})
+//	err = ma.LogReturns(ctx, id, map[string]float64{"a0": 1, "a1": -1}, map[string]bool{"a1": true}, nil)
+//	err = ma.EndEpisode(ctx, id, map[string][]float32{"a0": final0})
 //
 // # Errors
 //
