@@ -135,6 +135,9 @@ func (m *Metrics) Requests(name string, code int) int64 {
 // ActiveEpisodes returns the number of running episodes.
 func (m *Metrics) ActiveEpisodes() int64 { return m.active.Load() }
 
+// EpisodesStarted returns the number of episodes started.
+func (m *Metrics) EpisodesStarted() int64 { return m.started.Load() }
+
 // WriteTo writes the metrics in the Prometheus text exposition format (version 0.0.4).
 func (m *Metrics) WriteTo(out io.Writer) (int64, error) {
 	cw := &countWriter{w: out}

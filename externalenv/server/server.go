@@ -187,6 +187,9 @@ func (s *Server) Close() error {
 			default:
 				continue // nothing reported: nothing to record
 			}
+			if errors.Is(err, externalenv.ErrStopped) {
+				break // the sampler failed and the env was stopped: nothing can be recorded
+			}
 			if err != nil && !errors.Is(err, externalenv.ErrEpisodeDone) && !errors.Is(err, externalenv.ErrEpisodeNotFound) {
 				errs = append(errs, fmt.Errorf("server: end episode %q: %w", id, err))
 				continue
