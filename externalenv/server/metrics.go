@@ -135,6 +135,12 @@ func (m *Metrics) Requests(name string, code int) int64 {
 // ActiveEpisodes returns the number of running episodes.
 func (m *Metrics) ActiveEpisodes() int64 { return m.active.Load() }
 
+// PollBatches returns the number of sampler steps with observations and the observations
+// they answered (the sample_serve_poll_batch_size histogram's count and sum).
+func (m *Metrics) PollBatches() (steps, observations int64) {
+	return m.pollBatch.count.Load(), m.pollBatch.sum.Load()
+}
+
 // EpisodesStarted returns the number of episodes started.
 func (m *Metrics) EpisodesStarted() int64 { return m.started.Load() }
 

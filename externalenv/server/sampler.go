@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/onnxrl/sampler/envrunner"
@@ -35,6 +36,12 @@ func StartSampler(r *envrunner.Runner, write func(*envrunner.MultiAgentBatch) er
 func (s *Sampler) loop() {
 	defer close(s.done)
 	for {
+		// Yield once before polling: handler goroutines that have read their request by
+		// now queue their observations, so that a loaded server answers them in one batched
+		// inference instead of one each (BenchmarkServerEpisodes: 1.06 observations per
+		// inference without it, 6 with it, for 64 clients). An idle server loses nothing:
+		// with nothing else to run, Gosched returns at once.
+		runtime.Gosched()
 		err := s.r.Step()
 		if err != nil {
 			var rl *externalenv.RunLoopError

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onnxrl/sampler/env"
@@ -64,7 +65,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	episodes map[string]*episodeState
-	closed   bool
+	closed   atomic.Bool // set under mu
 
 	runDone   chan struct{} // closed by Close: the env's run loop returns
 	closeOnce sync.Once
@@ -165,7 +166,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
-		s.closed = true
+		s.closed.Store(true)
 		open := s.episodes
 		s.episodes = map[string]*episodeState{}
 		s.metrics.active.Store(0)
@@ -328,11 +329,7 @@ func (s *Server) putBuf(b *reqBuf) {
 	s.bufs.Put(b)
 }
 
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *Server) isClosed() bool { return s.closed.Load() }
 
 // errTooLarge is a body over the limit.
 type errTooLarge struct{ limit int64 }
@@ -460,7 +457,7 @@ var errNoActor = errors.New("server: /v1/act is not available: the server has no
 
 func (s *Server) health(w http.ResponseWriter) int {
 	s.mu.Lock()
-	closed, n := s.closed, len(s.episodes)
+	closed, n := s.closed.Load(), len(s.episodes)
 	s.mu.Unlock()
 	if closed {
 		return writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"shutting down"}`))
@@ -553,8 +550,7 @@ func (s *Server) startEpisode(b *reqBuf, w http.ResponseWriter) (int, error) {
 		return 0, err
 	}
 	s.mu.Lock()
-	closed := s.closed
-	if !closed {
+	if !s.closed.Load() {
 		s.episodes[id] = &episodeState{}
 		s.metrics.active.Store(int64(len(s.episodes)))
 	}
