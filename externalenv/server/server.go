@@ -191,11 +191,14 @@ func (s *Server) Close() error {
 			if errors.Is(err, externalenv.ErrStopped) {
 				break // the sampler failed and the env was stopped: nothing can be recorded
 			}
-			if err != nil && !errors.Is(err, externalenv.ErrEpisodeDone) && !errors.Is(err, externalenv.ErrEpisodeNotFound) {
+			switch {
+			case err == nil:
+				s.metrics.truncated.Add(1)
+			case errors.Is(err, externalenv.ErrEpisodeDone), errors.Is(err, externalenv.ErrEpisodeNotFound):
+				// ended meanwhile (a request raced with Close)
+			default:
 				errs = append(errs, fmt.Errorf("server: end episode %q: %w", id, err))
-				continue
 			}
-			s.metrics.truncated.Add(1)
 		}
 		close(s.runDone)
 		s.closeErr = errors.Join(errs...)

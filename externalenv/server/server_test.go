@@ -248,6 +248,11 @@ func TestCloseKeepsEveryStep(t *testing.T) {
 	}
 	assert.Equal(t, 5, ends, "one truncated end per episode")
 	assert.Zero(t, h.srv.Metrics().ActiveEpisodes())
+	var text strings.Builder
+	_, err := h.srv.Metrics().WriteTo(&text)
+	require.NoError(t, err)
+	assert.Contains(t, text.String(), "sample_serve_episodes_truncated_total 5\n")
+	assert.Contains(t, text.String(), "sample_serve_episodes_started_total 6\n")
 }
 
 // TestAct: stateless batched actions, in the action space, explore on and off; an empty
