@@ -98,7 +98,11 @@
 //
 // Request bodies are read into pooled buffers and decoded in place (package wire:
 // strconv on the body's bytes, no reflection), responses are appended into pooled buffers,
-// and the metrics are atomic counters: an /action request allocates little beyond what
-// net/http and the ExternalEnv need. /v1/act runs on a pool of sessions (PolicyActor, one per
-// worker), so concurrent requests use several cores.
+// and the metrics are atomic counters: an /action request costs the server a few allocations
+// beyond what net/http and the ExternalEnv need. The Sampler yields once before each step,
+// so that the requests already read by then share one batched inference; the ExternalEnv's
+// MaxWait (`sample serve --max-wait`) trades latency for larger batches. /v1/act runs on a
+// pool of sessions (PolicyActor, one per worker), so concurrent requests use several cores.
+// BenchmarkServerEpisodes and BenchmarkServerAct in package benchmarks measure both paths
+// over loopback TCP against a do-nothing net/http floor.
 package server
