@@ -80,7 +80,7 @@ func BenchmarkExternalEnv(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, mode := range []string{"greedy", "explore"} {
-		for _, batch := range []int{256, 512, 1024} {
+		for _, batch := range []int{128, 256, 512, 1024} {
 			for _, wait := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
 				b.Run(fmt.Sprintf("mode=%s/episodes=%d/batch=%d/wait=%v", mode, externalEpisodes, batch, wait), func(b *testing.B) {
 					benchExternal(b, p, mode == "explore", batch, wait)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -23,6 +24,11 @@ var errStopped = env.ErrStopped
 
 // completedMemory is how many completed episode ids are remembered for ErrEpisodeDone.
 const completedMemory = 10000
+
+// wakeFanOut is how many answered waiters each answered waiter wakes. SendActions wakes the
+// first one only: the wake-ups (a few hundred nanoseconds each) spread over the
+// simulator's goroutines, on every core, instead of lining up on the sampler's.
+const wakeFanOut = 2
 
 // episodesPerShard is about how many episodes share a shard of the id -> episode index.
 const episodesPerShard = 16
@@ -50,8 +56,15 @@ type entry struct {
 
 // event is one report of the simulator (GetAction, LogAction, EndEpisode): the observations
 // of one or more agents, in the order of their ids. Events are owned by their episode and
-// reused.
+// reused. Like the other structures that the simulator's goroutines write and the sampler
+// reads, an event fills whole cache lines (see appendLines).
 type event struct {
+	eventData
+	_ [(64 - unsafe.Sizeof(eventData{})%64) % 64]byte
+}
+
+type eventData struct {
+	one     [1]entry // ents of a single-agent event
 	seq     uint64
 	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
 	logged  []float32
@@ -80,8 +93,13 @@ type agentState struct {
 }
 
 // episode is one running episode. Fields are guarded by mu, except the atomics, the
-// runner's (slot, started, nextReady) and the watchdog's (wd*).
+// runner's (slot, started, nextReady) and the watchdog's (wd*). It fills whole cache lines.
 type episode struct {
+	episodeData
+	_ [(64 - unsafe.Sizeof(episodeData{})%64) % 64]byte
+}
+
+type episodeData struct {
 	mu       sync.Mutex
 	id       string
 	training bool
@@ -96,11 +114,14 @@ type episode struct {
 	queued   bool // on the ready stack or the runner's pending list
 	seq      uint64
 
-	waiting  atomic.Bool               // a GetAction waits (ErrEpisodeBusy)
-	waitSeq  atomic.Uint64             // the event it waits for
-	answered atomic.Uint64             // the last waited-for event whose answers are in
-	expired  atomic.Uint64             // the last waited-for event the watchdog gave up on
-	reply    chan struct{}             // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
+	waiting  atomic.Bool          // a GetAction waits (ErrEpisodeBusy)
+	waitSeq  atomic.Uint64        // the event it waits for
+	answered atomic.Uint64        // the last waited-for event whose answers are in
+	expired  atomic.Uint64        // the last waited-for event the watchdog gave up on
+	reply    chan struct{}        // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
+	kids     [wakeFanOut]*episode // waiters it wakes once it is woken with its answers
+	nkids    int
+	woke     bool                      // it took its kids: the sampler wakes later ones itself
 	answer   []float32                 // the answers, actSize each
 	ids      []env.AgentID             // multi-agent: the agents answered, by reply index
 	actions  map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
@@ -211,6 +232,7 @@ type core struct {
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
+	woken     []*episode // waiters answered by this SendActions, a tree (see wakeFanOut)
 	pollTimer *time.Timer
 }
 
@@ -363,7 +385,8 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 	if c.running >= c.maxEpisodes {
 		return "", fmt.Errorf("%w: %d running (MaxConcurrentEpisodes)", ErrTooManyEpisodes, c.running)
 	}
-	ep := &episode{id: id, training: training, slot: -1, reply: make(chan struct{}, 1)}
+	ep := &episode{}
+	ep.id, ep.training, ep.slot, ep.reply = id, training, -1, make(chan struct{}, 1)
 	if !c.multi {
 		ep.agents = []agentState{{id: env.DefaultAgentID}}
 		ep.answer = appendLines(nil, make([]float32, c.actSize))
@@ -462,6 +485,7 @@ func (ep *episode) newEvent() *event {
 		ev.next = nil
 	} else {
 		ev = &event{}
+		ev.ents = ev.one[:0]
 	}
 	ep.seq++
 	ev.seq = ep.seq
@@ -471,7 +495,9 @@ func (ep *episode) newEvent() *event {
 // recycle returns ev to ep's free events; ep.mu is held.
 func (ep *episode) recycle(ev *event) {
 	clear(ev.ents) // drop the infos
-	*ev = event{obs: ev.obs[:0], logged: ev.logged[:0], ents: ev.ents[:0], next: ep.free}
+	obs, logged, ents := ev.obs[:0], ev.logged[:0], ev.ents[:0]
+	*ev = event{}
+	ev.obs, ev.logged, ev.ents, ev.next = obs, logged, ents, ep.free
 	ep.free = ev
 }
 
@@ -560,6 +586,7 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 			}
 		}
 		if ep.answered.Load() == seq {
+			ep.passOn()
 			return nil // the caller takes the answers, then clears ep.waiting
 		}
 		var err error
@@ -577,6 +604,7 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 		switch {
 		case ep.answered.Load() == seq: // answered meanwhile: take the answers after all
 			ep.mu.Unlock()
+			ep.passOn()
 			return nil
 		case ep.inFlight != nil && ep.inFlight.seq == seq:
 			ep.inFlight.ignored = true
@@ -870,10 +898,19 @@ func (c *core) sendActions(actions []env.Action) error {
 	if c.stopped.Load() {
 		return ErrStopped
 	}
+	var err error
 	for i := range actions {
-		if err := c.answer(&actions[i]); err != nil {
-			return err
+		if err = c.answer(&actions[i]); err != nil {
+			break
 		}
+	}
+	if len(c.woken) > 0 {
+		c.woken[0].kick() // the others follow (adopt)
+		clear(c.woken)
+		c.woken = c.woken[:0]
+	}
+	if err != nil {
+		return err
 	}
 	if c.expect != 0 {
 		for slot, ep := range c.slots {
@@ -909,16 +946,17 @@ func (c *core) answer(a *env.Action) error {
 		return fmt.Errorf("%w: no observation of agent %q of sub-environment %d waits for an action", env.ErrBadActions, a.Agent, a.Env)
 	}
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	ev := ep.inFlight
 	k := -1
 	if ev != nil {
 		k = ev.find(a.Agent)
 	}
 	if k < 0 {
+		ep.mu.Unlock()
 		return fmt.Errorf("%w: no observation of agent %q of sub-environment %d waits for an action", env.ErrBadActions, a.Agent, a.Env)
 	}
 	if len(a.Action) != c.actSize {
+		ep.mu.Unlock()
 		return fmt.Errorf("%w: action %v for agent %q of sub-environment %d has %d values, want %d", env.ErrBadActions, a.Action, a.Agent, a.Env, len(a.Action), c.actSize)
 	}
 	en := &ev.ents[k]
@@ -929,18 +967,51 @@ func (c *core) answer(a *env.Action) error {
 		copy(ep.answer[en.reply*c.actSize:(en.reply+1)*c.actSize], a.Action)
 	}
 	if ev.open > 0 {
+		ep.mu.Unlock()
 		return nil
 	}
 	ep.inFlight = nil
-	if ev.waiter && !ev.ignored {
+	wake := ev.waiter && !ev.ignored
+	if wake {
 		ep.answered.Store(ev.seq)
-		ep.kick()
+		ep.nkids, ep.woke = 0, false
 	}
 	if ep.head != nil && !ep.queued {
 		ep.queued = true
 		c.pending = append(c.pending, ep)
 	}
+	ep.mu.Unlock()
+	if wake {
+		if n := len(c.woken); n > 0 {
+			c.woken[(n-1)/wakeFanOut].adopt(ep)
+		}
+		c.woken = append(c.woken, ep)
+	}
 	return nil
+}
+
+// adopt makes p wake kid once p is woken, or wakes kid now when p is awake already.
+func (p *episode) adopt(kid *episode) {
+	p.mu.Lock()
+	if p.woke {
+		p.mu.Unlock()
+		kid.kick()
+		return
+	}
+	p.kids[p.nkids] = kid
+	p.nkids++
+	p.mu.Unlock()
+}
+
+// passOn wakes the waiters ep adopted (its answers are in and its GetAction returns).
+func (ep *episode) passOn() {
+	ep.mu.Lock()
+	kids, n := ep.kids, ep.nkids
+	ep.kids, ep.nkids, ep.woke = [wakeFanOut]*episode{}, 0, true
+	ep.mu.Unlock()
+	for _, k := range kids[:n] {
+		k.kick()
+	}
 }
 
 // find returns the index of agent id's entry that waits for an answer, or -1.
