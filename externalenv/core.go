@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -23,9 +25,13 @@ var errStopped = env.ErrStopped
 // completedMemory is how many completed episode ids are remembered for ErrEpisodeDone.
 const completedMemory = 10000
 
-// numShards is the number of shards of the id -> episode index: lookups of different
-// episodes rarely share a lock.
-const numShards = 64
+// wakeFanOut is how many answered waiters each answered waiter wakes. SendActions wakes the
+// first one only: the wake-ups (a few hundred nanoseconds each) spread over the
+// simulator's goroutines, on every core, instead of lining up on the sampler's.
+const wakeFanOut = 2
+
+// episodesPerShard is about how many episodes share a shard of the id -> episode index.
+const episodesPerShard = 16
 
 // endKind says how an observation ends its agent or episode.
 type endKind uint8
@@ -50,8 +56,15 @@ type entry struct {
 
 // event is one report of the simulator (GetAction, LogAction, EndEpisode): the observations
 // of one or more agents, in the order of their ids. Events are owned by their episode and
-// reused.
+// reused. Like the other structures that the simulator's goroutines write and the sampler
+// reads, an event fills whole cache lines (see appendLines).
 type event struct {
+	eventData
+	_ [(64 - unsafe.Sizeof(eventData{})%64) % 64]byte
+}
+
+type eventData struct {
+	one     [1]entry // ents of a single-agent event
 	seq     uint64
 	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
 	logged  []float32
@@ -79,13 +92,18 @@ type agentState struct {
 	offSet bool // off[offCur] waits for the agent's next reported observation
 }
 
-// episode is one running episode. Fields are guarded by mu, except the runner's (slot,
-// started, nextReady), the waiter's (timer) and waiting.
+// episode is one running episode. Fields are guarded by mu, except the atomics, the
+// runner's (slot, started, nextReady) and the watchdog's (wd*). It fills whole cache lines.
 type episode struct {
+	episodeData
+	_ [(64 - unsafe.Sizeof(episodeData{})%64) % 64]byte
+}
+
+type episodeData struct {
 	mu       sync.Mutex
 	id       string
 	training bool
-	ended    bool // EndEpisode was called
+	ended    atomic.Bool // EndEpisode was called (set under mu)
 	agents   []agentState
 	index    map[env.AgentID]int // agents by id, once there are many
 	head     *event              // queued events, not reported yet
@@ -96,17 +114,25 @@ type episode struct {
 	queued   bool // on the ready stack or the runner's pending list
 	seq      uint64
 
-	waiting atomic.Bool   // a GetAction waits (ErrEpisodeBusy)
-	reply   chan struct{} // capacity 1: the answers of the waiting GetAction are in
-	timer   *time.Timer
-	answer  []float32                 // the answers, actSize each
-	ids     []env.AgentID             // multi-agent: the agents answered, by reply index
-	actions map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
-	scratch []obsRef
+	waiting  atomic.Bool          // a GetAction waits (ErrEpisodeBusy)
+	waitSeq  atomic.Uint64        // the event it waits for
+	answered atomic.Uint64        // the last waited-for event whose answers are in
+	expired  atomic.Uint64        // the last waited-for event the watchdog gave up on
+	reply    chan struct{}        // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
+	kids     [wakeFanOut]*episode // waiters it wakes once it is woken with its answers
+	nkids    int
+	woke     bool                      // it took its kids: the sampler wakes later ones itself
+	answer   []float32                 // the answers, actSize each
+	ids      []env.AgentID             // multi-agent: the agents answered, by reply index
+	actions  map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
+	scratch  []obsRef
 
 	slot      int // sub-environment, -1 until its first observation is reported
 	started   bool
 	nextReady *episode
+
+	wdSeq   uint64 // the waited-for event the watchdog saw last
+	wdSince int64  // the watchdog's tick when it saw it first
 }
 
 type obsRef struct {
@@ -114,10 +140,46 @@ type obsRef struct {
 	obs []float32
 }
 
+// shard is a part of the id -> episode index. Lookups read an immutable map without a lock
+// (nothing is written on a lookup, so cores do not pass its cache lines around); starting
+// and ending an episode replace the map with a changed copy.
 type shard struct {
-	mu sync.Mutex
-	m  map[string]*episode
-	_  [40]byte // a cache line each
+	mu sync.Mutex // writers
+	m  atomic.Pointer[map[string]*episode]
+	_  [48]byte // a cache line each
+}
+
+func (sh *shard) get(id string) *episode {
+	if m := sh.m.Load(); m != nil {
+		return (*m)[id]
+	}
+	return nil
+}
+
+// set adds (ep != nil) or removes (ep == nil) id; sh.mu is held.
+func (sh *shard) set(id string, ep *episode) {
+	var m map[string]*episode
+	if old := sh.m.Load(); old != nil {
+		m = maps.Clone(*old)
+	}
+	if ep != nil {
+		if m == nil {
+			m = map[string]*episode{}
+		}
+		m[id] = ep
+	} else {
+		delete(m, id)
+	}
+	sh.m.Store(&m)
+}
+
+// each calls f for every episode of the shard.
+func (sh *shard) each(f func(*episode)) {
+	if m := sh.m.Load(); m != nil {
+		for _, ep := range *m {
+			f(ep)
+		}
+	}
 }
 
 // core is the machinery ExternalEnv and ExternalMultiAgentEnv share: episodes, their
@@ -137,7 +199,7 @@ type core struct {
 	multi              bool
 
 	seed   maphash.Seed
-	shards [numShards]shard
+	shards []shard // a power of two
 
 	mu       sync.Mutex // running, done, doneRing, doneNext, started, cancel
 	running  int
@@ -155,11 +217,13 @@ type core struct {
 	wakeAt    atomic.Int64 // ... until pushed reaches wakeAt
 	_         [48]byte
 
-	wake     chan struct{} // capacity 1
-	stopped  atomic.Bool
-	stopCh   chan struct{}
-	stopOnce sync.Once
-	runErr   atomic.Pointer[RunLoopError]
+	wake      chan struct{} // capacity 1
+	stopped   atomic.Bool
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	runErr    atomic.Pointer[RunLoopError]
+	runDone   atomic.Pointer[doneHolder] // the run loop's context's Done channel
+	watchOnce sync.Once
 
 	// The runner's (Poll, SendActions, TryReset).
 	pending   []*episode // taken from the stack, not reported yet, oldest first
@@ -168,8 +232,11 @@ type core struct {
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
+	woken     []*episode // waiters answered by this SendActions, a tree (see wakeFanOut)
 	pollTimer *time.Timer
 }
+
+type doneHolder struct{ done <-chan struct{} }
 
 type coreOptions struct {
 	obsSpace, actSpace spaces.Space
@@ -215,9 +282,11 @@ func newCore(o coreOptions) (*core, error) {
 		slots: make([]*episode, o.maxEpisodes),
 		free:  make([]int, 0, o.maxEpisodes),
 	}
-	for i := range c.shards {
-		c.shards[i].m = map[string]*episode{}
+	n := 1
+	for n*episodesPerShard < o.maxEpisodes {
+		n *= 2
 	}
+	c.shards = make([]shard, n)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -237,6 +306,11 @@ func (c *core) start(ctx context.Context, run func(ctx context.Context) error) {
 	if c.stopped.Load() {
 		cancel()
 	}
+	c.runDone.Store(&doneHolder{ctx.Done()})
+	// Waiters whose context is done with this one (it, or a context.WithValue of it) do not
+	// watch its Done channel (every simulator goroutine would share its lock); they are
+	// woken when it is done.
+	context.AfterFunc(ctx, c.kickAll)
 	c.mu.Unlock()
 	go func() {
 		rerr := &RunLoopError{}
@@ -261,7 +335,7 @@ func (c *core) signal() {
 }
 
 func (c *core) shard(id string) *shard {
-	return &c.shards[maphash.String(c.seed, id)%numShards]
+	return &c.shards[maphash.String(c.seed, id)&uint64(len(c.shards)-1)]
 }
 
 // lock finds running episode id and returns it locked.
@@ -269,13 +343,9 @@ func (c *core) lock(id string) (*episode, error) {
 	if c.stopped.Load() {
 		return nil, ErrStopped
 	}
-	sh := c.shard(id)
-	sh.mu.Lock()
-	ep := sh.m[id]
-	sh.mu.Unlock()
-	if ep != nil {
+	if ep := c.shard(id).get(id); ep != nil {
 		ep.mu.Lock()
-		if !ep.ended && ep.id == id {
+		if !ep.ended.Load() && ep.id == id {
 			return ep, nil
 		}
 		ep.mu.Unlock()
@@ -306,11 +376,8 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 	sh := c.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old := sh.m[id]; old != nil {
-		old.mu.Lock()
-		ended := old.ended
-		old.mu.Unlock()
-		if ended { // EndEpisode is between its two steps
+	if old := sh.get(id); old != nil {
+		if old.ended.Load() { // its end is not reported yet
 			return "", fmt.Errorf("%w: %q", ErrEpisodeDone, id)
 		}
 		return "", fmt.Errorf("%w: %q", ErrEpisodeExists, id)
@@ -318,27 +385,24 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 	if c.running >= c.maxEpisodes {
 		return "", fmt.Errorf("%w: %d running (MaxConcurrentEpisodes)", ErrTooManyEpisodes, c.running)
 	}
-	ep := &episode{id: id, training: training, slot: -1, reply: make(chan struct{}, 1)}
+	ep := &episode{}
+	ep.id, ep.training, ep.slot, ep.reply = id, training, -1, make(chan struct{}, 1)
 	if !c.multi {
 		ep.agents = []agentState{{id: env.DefaultAgentID}}
-		ep.answer = make([]float32, c.actSize)
+		ep.answer = appendLines(nil, make([]float32, c.actSize))
 	}
-	sh.m[id] = ep
+	sh.set(id, ep)
 	c.running++
 	return id, nil
 }
 
 // forget completes episode ep (EndEpisode's second step): its id is remembered as done.
+// The episode stays in the index (found as ended) until its end is reported, so that Stop
+// and the watchdog still see a GetAction that waits on it.
 func (c *core) forget(ep *episode) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh := c.shard(ep.id)
-	sh.mu.Lock()
-	if sh.m[ep.id] == ep {
-		delete(sh.m, ep.id)
-		c.running--
-	}
-	sh.mu.Unlock()
+	c.running--
 	if len(c.doneRing) < completedMemory {
 		c.doneRing = append(c.doneRing, ep.id)
 	} else {
@@ -367,6 +431,20 @@ func (c *core) checkAction(id string, agent env.AgentID, act []float32) error {
 		return fmt.Errorf("%w: episode %q: %v (want %d values in %s)", ErrBadAction, id, act, c.actSize, c.actSpace.Type())
 	}
 	return nil
+}
+
+// appendLines appends src to dst. When it has to grow dst, it allocates whole cache lines
+// (multiples of 64 bytes, which the allocator places on line boundaries): the buffers that
+// the simulator's goroutines write and the sampler reads then share no line with anything
+// else (false sharing between cores cost more than the copying).
+func appendLines(dst, src []float32) []float32 {
+	n := len(dst) + len(src)
+	if n > cap(dst) {
+		c := max(n, 2*cap(dst))
+		c = (c + 15) &^ 15
+		dst = append(make([]float32, 0, c), dst...)
+	}
+	return append(dst, src...)
 }
 
 // agent returns the index of agent id in ep.agents, adding it when add is set (-1 when it
@@ -407,6 +485,7 @@ func (ep *episode) newEvent() *event {
 		ev.next = nil
 	} else {
 		ev = &event{}
+		ev.ents = ev.one[:0]
 	}
 	ep.seq++
 	ev.seq = ep.seq
@@ -416,7 +495,9 @@ func (ep *episode) newEvent() *event {
 // recycle returns ev to ep's free events; ep.mu is held.
 func (ep *episode) recycle(ev *event) {
 	clear(ev.ents) // drop the infos
-	*ev = event{obs: ev.obs[:0], logged: ev.logged[:0], ents: ev.ents[:0], next: ep.free}
+	obs, logged, ents := ev.obs[:0], ev.logged[:0], ev.ents[:0]
+	*ev = event{}
+	ev.obs, ev.logged, ev.ents, ev.next = obs, logged, ents, ep.free
 	ep.free = ev
 }
 
@@ -427,7 +508,7 @@ func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done en
 	if obs == nil {
 		obs = ag.last
 	} else if c.multi {
-		ag.last = append(ag.last[:0], obs...)
+		ag.last = appendLines(ag.last[:0], obs)
 	}
 	ag.seen = true
 	en := entry{id: ag.id, agent: i, reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
@@ -440,10 +521,10 @@ func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done en
 		ev.open++
 		if logged != nil {
 			en.logged = len(ev.logged)
-			ev.logged = append(ev.logged, logged...)
+			ev.logged = appendLines(ev.logged, logged)
 		}
 	}
-	ev.obs = append(ev.obs, obs...)
+	ev.obs = appendLines(ev.obs, obs)
 	ev.ents = append(ev.ents, en)
 }
 
@@ -481,50 +562,110 @@ func (c *core) push(ep *episode) {
 // wait blocks until the answers to event seq of ep are in, or gives up (see GetAction). The
 // caller set ep.waiting; wait clears it when it gives up, the caller once it has taken the
 // answers.
+//
+// The wait selects on the episode's own channel only (and on ctx's Done channel when it is
+// not the run loop's context's): answers, Stop, the run loop's context and the timeout
+// watchdog all wake it there, and it finds out why from the atomics. A wake-up left over from
+// an earlier wait is ignored.
 func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
-	var timeout <-chan time.Time
+	done := ctx.Done()
+	if h := c.runDone.Load(); done != nil && h != nil && h.done == done {
+		done = nil
+	}
+	ep.waitSeq.Store(seq)
 	if c.timeout > 0 {
-		if ep.timer == nil {
-			ep.timer = time.NewTimer(c.timeout)
+		c.watchOnce.Do(func() { go c.watchdog() })
+	}
+	for {
+		if done == nil {
+			<-ep.reply
 		} else {
-			ep.timer.Reset(c.timeout)
+			select {
+			case <-ep.reply:
+			case <-done:
+			}
 		}
-		timeout = ep.timer.C
-	}
-	var err error
-	select {
-	case <-ep.reply:
-		if timeout != nil {
-			ep.timer.Stop()
+		if ep.answered.Load() == seq {
+			ep.passOn()
+			return nil // the caller takes the answers, then clears ep.waiting
 		}
-		return nil // the caller takes the answers, then clears ep.waiting
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timeout:
-		err = fmt.Errorf("%w after %v: episode %q", ErrTimeout, c.timeout, ep.id)
-	case <-c.stopCh:
-		err = ErrStopped
-	}
-	if c.stopped.Load() { // Stop also cancels the run loop's context
-		err = ErrStopped
-	}
-	if timeout != nil {
-		ep.timer.Stop()
-	}
-	ep.mu.Lock()
-	switch {
-	case ep.inFlight != nil && ep.inFlight.seq == seq:
-		ep.inFlight.ignored = true
-	case ep.takeBack(seq):
-	default: // answered meanwhile: drop the answers
-		select {
-		case <-ep.reply:
+		var err error
+		switch {
+		case c.stopped.Load():
+			err = ErrStopped
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case ep.expired.Load() == seq:
+			err = fmt.Errorf("%w after %v: episode %q", ErrTimeout, c.timeout, ep.id)
 		default:
+			continue
+		}
+		ep.mu.Lock()
+		switch {
+		case ep.answered.Load() == seq: // answered meanwhile: take the answers after all
+			ep.mu.Unlock()
+			ep.passOn()
+			return nil
+		case ep.inFlight != nil && ep.inFlight.seq == seq:
+			ep.inFlight.ignored = true
+		default:
+			ep.takeBack(seq)
+		}
+		ep.mu.Unlock()
+		ep.waiting.Store(false)
+		return err
+	}
+}
+
+// kick wakes ep's waiting GetAction, if any, to look at why.
+func (ep *episode) kick() {
+	select {
+	case ep.reply <- struct{}{}:
+	default:
+	}
+}
+
+// kickAll wakes every waiting GetAction (Stop, the run loop's context done).
+func (c *core) kickAll() {
+	for i := range c.shards {
+		c.shards[i].each(func(ep *episode) {
+			if ep.waiting.Load() {
+				ep.kick()
+			}
+		})
+	}
+}
+
+// watchdog times out the GetAction calls that wait longer than c.timeout: it looks at every
+// episode once per tick (a tenth of the timeout, between 1ms and 1s), so a call gives up
+// between one and two ticks late. It runs until Stop.
+func (c *core) watchdog() {
+	tick := min(max(c.timeout/10, time.Millisecond), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var now int64
+	for {
+		select {
+		case <-t.C:
+		case <-c.stopCh:
+			return
+		}
+		now++
+		for i := range c.shards {
+			c.shards[i].each(func(ep *episode) {
+				if !ep.waiting.Load() {
+					ep.wdSeq = 0
+					return
+				}
+				if s := ep.waitSeq.Load(); s != ep.wdSeq {
+					ep.wdSeq, ep.wdSince = s, now
+				} else if time.Duration(now-ep.wdSince)*tick >= c.timeout {
+					ep.expired.Store(s)
+					ep.kick()
+				}
+			})
 		}
 	}
-	ep.mu.Unlock()
-	ep.waiting.Store(false)
-	return err
 }
 
 // takeBack removes queued event seq, which was not reported: the rewards and infos of its
@@ -577,7 +718,7 @@ func (ep *episode) takeBack(seq uint64) bool {
 // ep.mu is released.
 func (c *core) end(ep *episode, ev *event, kind endKind) bool {
 	ev.end = kind
-	ep.ended = true
+	ep.ended.Store(true)
 	return c.queue(ep, ev)
 }
 
@@ -722,7 +863,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		}
 		if en.logged >= 0 {
 			ag.offCur ^= 1
-			ag.off[ag.offCur] = append(ag.off[ag.offCur][:0], ev.logged[en.logged:en.logged+as]...)
+			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:en.logged+as])
 			ag.offSet = true
 		}
 		dst.Agents = append(dst.Agents, o)
@@ -736,6 +877,12 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	case ev.end != notDone:
 		c.slots[ep.slot] = nil
 		c.freeLater = append(c.freeLater, ep.slot)
+		sh := c.shard(ep.id)
+		sh.mu.Lock()
+		if sh.get(ep.id) == ep {
+			sh.set(ep.id, nil)
+		}
+		sh.mu.Unlock()
 	case ev.open > 0:
 		ep.inFlight = ev
 		c.expect += ev.open
@@ -751,10 +898,19 @@ func (c *core) sendActions(actions []env.Action) error {
 	if c.stopped.Load() {
 		return ErrStopped
 	}
+	var err error
 	for i := range actions {
-		if err := c.answer(&actions[i]); err != nil {
-			return err
+		if err = c.answer(&actions[i]); err != nil {
+			break
 		}
+	}
+	if len(c.woken) > 0 {
+		c.woken[0].kick() // the others follow (adopt)
+		clear(c.woken)
+		c.woken = c.woken[:0]
+	}
+	if err != nil {
+		return err
 	}
 	if c.expect != 0 {
 		for slot, ep := range c.slots {
@@ -790,16 +946,17 @@ func (c *core) answer(a *env.Action) error {
 		return fmt.Errorf("%w: no observation of agent %q of sub-environment %d waits for an action", env.ErrBadActions, a.Agent, a.Env)
 	}
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	ev := ep.inFlight
 	k := -1
 	if ev != nil {
 		k = ev.find(a.Agent)
 	}
 	if k < 0 {
+		ep.mu.Unlock()
 		return fmt.Errorf("%w: no observation of agent %q of sub-environment %d waits for an action", env.ErrBadActions, a.Agent, a.Env)
 	}
 	if len(a.Action) != c.actSize {
+		ep.mu.Unlock()
 		return fmt.Errorf("%w: action %v for agent %q of sub-environment %d has %d values, want %d", env.ErrBadActions, a.Action, a.Agent, a.Env, len(a.Action), c.actSize)
 	}
 	en := &ev.ents[k]
@@ -810,17 +967,51 @@ func (c *core) answer(a *env.Action) error {
 		copy(ep.answer[en.reply*c.actSize:(en.reply+1)*c.actSize], a.Action)
 	}
 	if ev.open > 0 {
+		ep.mu.Unlock()
 		return nil
 	}
 	ep.inFlight = nil
-	if ev.waiter && !ev.ignored {
-		ep.reply <- struct{}{} // never blocks: one answer per waiting GetAction
+	wake := ev.waiter && !ev.ignored
+	if wake {
+		ep.answered.Store(ev.seq)
+		ep.nkids, ep.woke = 0, false
 	}
 	if ep.head != nil && !ep.queued {
 		ep.queued = true
 		c.pending = append(c.pending, ep)
 	}
+	ep.mu.Unlock()
+	if wake {
+		if n := len(c.woken); n > 0 {
+			c.woken[(n-1)/wakeFanOut].adopt(ep)
+		}
+		c.woken = append(c.woken, ep)
+	}
 	return nil
+}
+
+// adopt makes p wake kid once p is woken, or wakes kid now when p is awake already.
+func (p *episode) adopt(kid *episode) {
+	p.mu.Lock()
+	if p.woke {
+		p.mu.Unlock()
+		kid.kick()
+		return
+	}
+	p.kids[p.nkids] = kid
+	p.nkids++
+	p.mu.Unlock()
+}
+
+// passOn wakes the waiters ep adopted (its answers are in and its GetAction returns).
+func (ep *episode) passOn() {
+	ep.mu.Lock()
+	kids, n := ep.kids, ep.nkids
+	ep.kids, ep.nkids, ep.woke = [wakeFanOut]*episode{}, 0, true
+	ep.mu.Unlock()
+	for _, k := range kids[:n] {
+		k.kick()
+	}
 }
 
 // find returns the index of agent id's entry that waits for an answer, or -1.
@@ -857,6 +1048,7 @@ func (c *core) stop() error {
 		if cancel != nil {
 			cancel()
 		}
+		c.kickAll()
 	})
 	return nil
 }

@@ -205,7 +205,7 @@ func (e *ExternalMultiAgentEnv) GetAction(ctx context.Context, id string, obs ma
 		}
 	}
 	if n := ev.open * c.actSize; cap(ep.answer) < n {
-		ep.answer = make([]float32, n)
+		ep.answer = appendLines(ep.answer[:0], make([]float32, n))
 	} else {
 		ep.answer = ep.answer[:n]
 	}
