@@ -44,5 +44,29 @@
 // returns or panics, Poll returns a *RunLoopError once the observations reported before
 // have been polled; Stop makes every blocked and later call
 // return ErrStopped. Observations are copied when they are reported; the Obs slices Poll
-// reports stay valid until the next Poll. Actions are copied for GetAction's caller.
+// reports stay valid until the next Poll. GetAction returns the episode's own answer buffer
+// (a map and slices for ExternalMultiAgentEnv): it stays valid until the episode's next
+// GetAction, which reuses it, so that GetAction allocates nothing in steady state.
+//
+// # Truncation
+//
+// EndEpisodeTruncated ends an episode cut short (a time limit, the simulator giving up):
+// the final observation is reported Truncated, with EnvStatus.Truncated, instead of
+// Terminated, so that the sampler bootstraps the return from the value of the final
+// observation rather than from zero.
+//
+// # Multi-agent episodes
+//
+// ExternalMultiAgentEnv is RLlib's ExternalMultiAgentEnv: observations, actions, rewards and
+// dones are maps keyed by agent id, every agent sharing the observation and action spaces.
+// Poll reports one env.AgentObs per agent of a call (AgentID = the map key), in the order of
+// the agent ids, all in one Poll; MaxBatch counts agent observations. Rewards are summed per
+// agent until that agent's next observation; a logged action is reported as the agent's
+// OffPolicyAction with its next observation. LogReturns' dones mark agents done: the
+// agent's next observation is its last (Terminated, no action); an agent marked done that
+// does not appear in the episode's next call ends there with its last observation repeated.
+// EndEpisode ends every agent that took part and has not ended, those missing from its
+// observations with their last observation repeated, and the episode (EnvStatus.Terminated
+// or, with EndEpisodeTruncated, Truncated). Observations of an agent that has ended, and an
+// empty map or agent id, are ErrBadObservation.
 package externalenv

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/onnxrl/sampler/connectors"
+	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
+	"github.com/onnxrl/sampler/spaces"
+)
+
+// Explore chooses between sampling and the mode for one /v1/act request.
+type Explore int8
+
+// Explore values: the actor's default, or as the request says.
+const (
+	ExploreDefault Explore = iota
+	ExploreOn
+	ExploreOff
+)
+
+// Actor answers /v1/act: stateless batched inference, without episodes or RNN state. It must
+// be safe for concurrent use.
+type Actor interface {
+	// Act appends to dst the actions (raw layout of the action space) for the n observations
+	// in obs (n rows of the observation space's raw layout, each checked with Contains) and
+	// returns dst. It gives up with ctx's error when ctx ends while it waits.
+	Act(ctx context.Context, dst, obs []float32, n int, explore Explore) ([]float32, error)
+}
+
+// PolicyOptions configures NewPolicyActor.
+type PolicyOptions struct {
+	// Policy is the model with its resolved spec; it must have no RNN state.
+	Policy *models.Policy
+	// ObservationSpace and ActionSpace are the environment's spaces; nil means the spec's.
+	ObservationSpace, ActionSpace spaces.Space
+	// Action configures the action connectors; Action.Explore is the default of requests
+	// that do not say.
+	Action connectors.ActionConfig
+	// Session configures each ONNX Runtime session; Capacity 0 means 1024 (larger requests
+	// run in chunks). IntraOpThreads 0 means 1.
+	Session inference.Options
+	// Workers is the number of sessions, and so of requests computed at once; 0 means
+	// GOMAXPROCS.
+	Workers int
+	// Seed seeds worker i's random source with (Seed, i).
+	Seed uint64
+}
+
+// PolicyActor is an Actor over an ONNX policy: a pool of sessions (one per worker, each with
+// its own connectors and random source), each request running on one of them in chunks of
+// its capacity.
+type PolicyActor struct {
+	free    chan *actWorker
+	workers []*actWorker
+	obsW    int
+	actW    int
+	inW     int
+	copyObs bool // the observation row is the raw observation (a Box): copy whole chunks
+	explore bool
+
+	closeOnce sync.Once
+}
+
+type actWorker struct {
+	sess            *inference.Session
+	obsT            *inference.Tensor
+	greedy, explore *connectors.Connectors
+	rng             *rand.Rand
+}
+
+// NewPolicyActor makes opts.Workers sessions of the policy.
+func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
+	p := opts.Policy
+	if p == nil {
+		return nil, errors.New("server: PolicyOptions.Policy is nil")
+	}
+	if len(p.Spec.State) > 0 {
+		return nil, fmt.Errorf("server: /v1/act is stateless, and the policy has %d RNN state inputs; use the episode endpoints", len(p.Spec.State))
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	so := opts.Session
+	if so.Capacity <= 0 {
+		so.Capacity = 1024
+	}
+	if so.IntraOpThreads == 0 {
+		so.IntraOpThreads = 1
+	}
+	if so.InterOpThreads == 0 {
+		so.InterOpThreads = 1
+	}
+	a := &PolicyActor{free: make(chan *actWorker, workers), explore: opts.Action.Explore}
+	defer func() {
+		if err != nil { // no worker is out of the pool yet
+			for _, w := range a.workers {
+				w.sess.Close()
+			}
+		}
+	}()
+	for i := range workers {
+		sess, err := inference.NewSession(p.Model, so)
+		if err != nil {
+			return nil, fmt.Errorf("server: /v1/act session: %w", err)
+		}
+		w := &actWorker{sess: sess, rng: rand.New(rand.NewPCG(opts.Seed, uint64(i)))}
+		a.workers = append(a.workers, w)
+		for k, explore := range []bool{false, true} {
+			cfg := opts.Action
+			cfg.Explore = explore
+			cfg.SkipLogp = !explore // nothing reads it
+			c, err := connectors.New(connectors.Config{Policy: p, ObservationSpace: opts.ObservationSpace,
+				ActionSpace: opts.ActionSpace, Action: cfg, Capacity: sess.Capacity()})
+			if err != nil {
+				return nil, fmt.Errorf("server: /v1/act: %w", err)
+			}
+			if err := c.Bind(sess); err != nil {
+				return nil, fmt.Errorf("server: /v1/act: %w", err)
+			}
+			if k == 0 {
+				w.greedy = c
+			} else {
+				w.explore = c
+			}
+		}
+		if w.obsT, err = sess.Input(p.Spec.ObservationInput); err != nil {
+			return nil, fmt.Errorf("server: /v1/act: %w", err)
+		}
+		if w.obsT.Info.ElemType != inference.ElemFloat32 {
+			return nil, fmt.Errorf("server: /v1/act: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
+		}
+		agent := w.greedy.Agent
+		agent.Reset(0)
+		w.explore.Agent.Reset(0)
+		a.obsW, a.inW = agent.InputSize(), agent.Width()
+		a.actW = w.greedy.Action.Distribution().ActionSize()
+		obs := opts.ObservationSpace
+		if obs == nil {
+			obs = p.Spec.ObservationSpace
+		}
+		_, isBox := obs.(*spaces.Box)
+		a.copyObs = isBox && a.obsW == a.inW && len(agent.Connectors()) == 1
+		a.free <- w
+	}
+	return a, nil
+}
+
+// Act computes the actions on a free session (waiting for one while all are busy).
+func (a *PolicyActor) Act(ctx context.Context, dst, obs []float32, n int, explore Explore) ([]float32, error) {
+	if len(obs) != n*a.obsW {
+		return dst, fmt.Errorf("server: Act: %d observation values for %d rows of %d", len(obs), n, a.obsW)
+	}
+	var w *actWorker
+	select {
+	case w = <-a.free:
+	case <-ctx.Done():
+		return dst, ctx.Err()
+	}
+	defer func() { a.free <- w }()
+	if w.sess == nil {
+		return dst, inference.ErrClosed
+	}
+	c := w.greedy
+	if explore == ExploreOn || (explore == ExploreDefault && a.explore) {
+		c = w.explore
+	}
+	capacity := w.sess.Capacity()
+	for start := 0; start < n; start += capacity {
+		m := min(capacity, n-start)
+		if err := w.sess.SetBatch(m); err != nil {
+			return dst, err
+		}
+		in := w.obsT.Float32()
+		rows := obs[start*a.obsW : (start+m)*a.obsW]
+		if a.copyObs {
+			copy(in, rows)
+		} else {
+			for j := range m {
+				c.Agent.Write(in[j*a.inW:(j+1)*a.inW], 0, rows[j*a.obsW:(j+1)*a.obsW], 0)
+			}
+		}
+		if err := w.sess.Run(); err != nil {
+			return dst, err
+		}
+		c.Action.ComputeSession(w.rng, w.sess)
+		for j := range m {
+			dst = append(dst, c.Action.Action(j)...)
+		}
+	}
+	return dst, nil
+}
+
+// Close closes the sessions, waiting for the requests that use them; later Act calls fail
+// with inference.ErrClosed. It is safe to call more than once.
+func (a *PolicyActor) Close() error {
+	var errs []error
+	a.closeOnce.Do(func() {
+		taken := make([]*actWorker, 0, len(a.workers))
+		for range a.workers {
+			w := <-a.free // waits for a busy worker
+			if w.sess != nil {
+				errs = append(errs, w.sess.Close())
+				w.sess = nil
+			}
+			taken = append(taken, w)
+		}
+		for _, w := range taken {
+			a.free <- w
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// RandomActor is an Actor that draws uniform random actions from the action space (RLlib's
+// RandomPolicy), for tests and for serving without a model.
+type RandomActor struct {
+	space spaces.Space
+	mu    sync.Mutex
+	rng   *rand.Rand
+	buf   []float32
+}
+
+// NewRandomActor returns a RandomActor seeded with seed.
+func NewRandomActor(action spaces.Space, seed uint64) *RandomActor {
+	return &RandomActor{space: action, rng: rand.New(rand.NewPCG(seed, 0)), buf: make([]float32, action.Size())}
+}
+
+// Act appends n random actions.
+func (a *RandomActor) Act(_ context.Context, dst, _ []float32, n int, _ Explore) ([]float32, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for range n {
+		dst = append(dst, a.space.Sample(a.rng, a.buf)...)
+	}
+	return dst, nil
+}

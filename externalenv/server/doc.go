@@ -1,0 +1,108 @@
+// Package server is the policy server: RLlib's PolicyServerInput as an http.Handler over an
+// externalenv.ExternalEnv, so that simulators in any language run episodes against an ONNX
+// policy with JSON over HTTP, while an envrunner.Runner answers every pending action request
+// of a step with one batched inference and records sample batches. `sample serve` is the
+// command-line front end; package externalenv/client is the Go client.
+//
+// # API
+//
+// Every body is JSON. Observations and actions are values of their space in the form of
+// package wire: a flat array of numbers (the raw layout) is always accepted; actions come
+// back as integers for a Discrete space and (nested) arrays of floats for a Box.
+//
+//	POST /v1/episodes                 {"episode_id"?: "...", "training_enabled"?: true}
+//	                                  -> 201 {"episode_id": "..."} (a UUID unless given)
+//	POST /v1/episodes/{id}/action     {"observation": [...]} -> 200 {"action": 1}
+//	POST /v1/episodes/{id}/log_action {"observation": [...], "action": 1} -> 204
+//	POST /v1/episodes/{id}/returns    {"reward": 1.0, "info"?: {...}} -> 204
+//	POST /v1/episodes/{id}/end        {"observation": [...], "truncated"?: false} -> 204
+//	POST /v1/act                      {"observations": [[...], ...], "explore"?: false}
+//	                                  -> 200 {"actions": [1, 0, ...]}
+//	GET  /v1/spaces                   -> {"observation_space": {...}, "action_space": {...},
+//	                                      "multi_agent": false, "act": true}
+//	GET  /healthz                     -> 200 {"status": "ok", "active_episodes": N}
+//	GET  /metrics                     -> Prometheus text
+//
+// The episode endpoints are ExternalEnv's methods (see package externalenv for their
+// semantics): /action blocks until the sampler has answered; rewards logged with /returns
+// are summed into the next observation's transition; /log_action records the simulator's own
+// action. /v1/act is stateless batched inference for simulators that batch themselves: it
+// records nothing, and runs on its own sessions (an Actor), not through the sampler;
+// "explore" overrides the server's default for one request. /end with "truncated": true ends
+// an episode cut short (EndEpisodeTruncated: the sampler bootstraps from the final
+// observation's value instead of zero).
+//
+// # Multi-agent
+//
+// With Options.MultiAgentEnv (`sample serve --multi-agent`) the episode endpoints take and
+// give objects keyed by agent id, every agent sharing the observation and action spaces
+// (see externalenv.ExternalMultiAgentEnv for the semantics):
+//
+//	POST /v1/episodes/{id}/action     {"observation": {"a0": [...], "a1": [...]}}
+//	                                  -> 200 {"action": {"a0": 1, "a1": 0}}
+//	POST /v1/episodes/{id}/log_action {"observation": {"a0": [...]}, "action": {"a0": 1}} -> 204
+//	POST /v1/episodes/{id}/returns    {"reward": {"a0": 1.0, "a1": -1}, "done"?: {"a1": true},
+//	                                   "info"?: {"a0": {...}}} -> 204
+//	POST /v1/episodes/{id}/end        {"observation": {"a0": [...]}, "truncated"?: false} -> 204
+//
+// /returns takes rewards (summed per agent until its next observation), dones and infos as
+// objects keyed by agent id; "rewards" and "dones", RLlib's names, are accepted as synonyms of
+// "reward" and "done". An agent marked done observes at most once more (its final
+// observation, which gets no action); the /action answer holds the agents that act. /end
+// ends every agent that has not ended, those missing from its observations with their last
+// observation repeated. /v1/act is the same as in single-agent mode (a batch of
+// observations of the shared space).
+//
+// # Errors
+//
+// Errors are {"error": "...", "code": "..."} with these statuses and codes:
+//
+//	400 bad_request         malformed JSON, a missing member, a non-finite reward
+//	400 bad_observation     an observation not in the observation space (wrong length, NaN,
+//	                        out of the space's bounds)
+//	400 bad_action          a logged action not in the action space
+//	404 episode_not_found   no episode with this id was started
+//	404 not_found           no such endpoint (405 method_not_allowed: wrong method)
+//	409 episode_exists      /v1/episodes with the id of a running episode
+//	409 episode_done        the episode has ended
+//	409 episode_busy        a second /action while one waits
+//	413 body_too_large      a body over Options.MaxBodyBytes
+//	429 too_many_episodes   MaxConcurrentEpisodes episodes are running
+//	501 not_implemented     /v1/act on a server without an Actor
+//	503 unavailable         shutting down, or the environment stopped
+//	504 timeout             no action within the ExternalEnv's Timeout
+//
+// A bad request changes nothing: the episode and the server go on.
+//
+// # Running a server
+//
+//	e, _ := externalenv.New(externalenv.Options{ObservationSpace: obs, ActionSpace: act})
+//	srv, _ := server.New(server.Options{Env: e, Actor: actor}) // starts e's run loop
+//	r, _ := envrunner.New(envrunner.Config{Env: srv.Metrics().ObservePolls(e), NumEnvs: e.NumEnvs(),
+//		Policies: ...})
+//	sampler := server.StartSampler(r, writer.Write) // nil: record nothing
+//	hs := &http.Server{Handler: srv}
+//	go hs.Serve(listener)
+//	...
+//	hs.Shutdown(ctx)      // stop accepting, let requests in flight finish
+//	srv.Close()           // end open episodes (truncated), end the run loop
+//	err := sampler.Wait() // the sampler polls what is left, writes its last fragment
+//	r.Close(); writer.Close()
+//
+// Close ends each running episode that has reported an observation as truncated, with its
+// last observation as the final one (each agent's last one in multi-agent mode), so every
+// action the server answered becomes a row of the sample batches. Episodes without an
+// observation leave nothing.
+//
+// # Performance
+//
+// Request bodies are read into pooled buffers and decoded in place (package wire:
+// strconv on the body's bytes, no reflection), responses are appended into pooled buffers,
+// and the metrics are atomic counters: an /action request costs the server a few allocations
+// beyond what net/http and the ExternalEnv need. The Sampler yields once before each step,
+// so that the requests already read by then share one batched inference; the ExternalEnv's
+// MaxWait (`sample serve --max-wait`) trades latency for larger batches. /v1/act runs on a
+// pool of sessions (PolicyActor, one per worker), so concurrent requests use several cores.
+// BenchmarkServerEpisodes and BenchmarkServerAct in package benchmarks measure both paths
+// over loopback TCP against a do-nothing net/http floor.
+package server

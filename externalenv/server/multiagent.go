@@ -1,0 +1,310 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/externalenv"
+	"github.com/onnxrl/sampler/externalenv/server/wire"
+	"github.com/onnxrl/sampler/spaces"
+)
+
+// agentState is what the server keeps of one agent of a multi-agent episode.
+type agentState struct {
+	last  []float32
+	done  bool // marked done by /returns
+	ended bool // its final observation was reported
+}
+
+// agentRef locates one agent's value in a request's flat buffer.
+type agentRef struct {
+	id       string
+	off, end int
+}
+
+// openAgent returns an agent that has reported an observation and not ended, or nil.
+func (ep *episodeState) openAgent() (string, *agentState) {
+	ids := make([]string, 0, len(ep.agents))
+	for id, a := range ep.agents {
+		if !a.ended && a.last != nil {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	slices.Sort(ids) // deterministic
+	return ids[0], ep.agents[ids[0]]
+}
+
+// decodeAgents reads an object of agent id -> value of space sp, appending the values to
+// *flat and their places to b.refs, and fills m (cleared) with them. base is
+// ErrBadObservation or ErrBadAction for values outside sp.
+func decodeAgents(b *reqBuf, sp spaces.Space, flat *[]float32, m map[string][]float32, base error, what string) error {
+	d := &b.dec
+	refs := b.refs[:0]
+	err := d.Object(func(key []byte) error {
+		off := len(*flat)
+		var err error
+		if *flat, err = d.Value(*flat, sp); err != nil {
+			return err
+		}
+		refs = append(refs, agentRef{id: string(key), off: off, end: len(*flat)})
+		return nil
+	})
+	b.refs = refs
+	if err != nil {
+		return err
+	}
+	clear(m)
+	for _, r := range refs {
+		if r.id == "" {
+			return fmt.Errorf("%w: empty agent id", base)
+		}
+		if _, dup := m[r.id]; dup {
+			return badRequest("agent %q appears twice in %s", r.id, what)
+		}
+		v := (*flat)[r.off:r.end:r.end]
+		if err := checkValue(base, what+" of agent "+strconv.Quote(r.id), sp, v); err != nil {
+			return err
+		}
+		m[r.id] = v
+	}
+	return nil
+}
+
+// decodeObsMA reads {"observation": {agent: obs}} (with the other members the caller handles)
+// into b.obsMap.
+func (s *Server) decodeObsMA(b *reqBuf, other func(key []byte) (bool, error)) error {
+	if b.obsMap == nil {
+		b.obsMap = map[string][]float32{}
+	}
+	b.obs = b.obs[:0]
+	got := false
+	err := member(&b.dec, func(key []byte) (bool, error) {
+		if string(key) == "observation" {
+			got = true
+			return true, decodeAgents(b, s.obsSpace, &b.obs, b.obsMap, externalenv.ErrBadObservation, "observation")
+		}
+		if other != nil {
+			return other(key)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !got {
+		return badRequest(`missing member "observation" (an object of agent id -> observation)`)
+	}
+	if len(b.obsMap) == 0 {
+		return fmt.Errorf("%w: no agent observes", externalenv.ErrBadObservation)
+	}
+	return nil
+}
+
+// seenMA records the agents' last observations after a report: agents marked done end in it.
+func (s *Server) seenMA(id string, obs map[string][]float32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep := s.episodes[id]
+	if ep == nil {
+		return
+	}
+	if ep.agents == nil {
+		ep.agents = map[string]*agentState{}
+	}
+	for _, a := range ep.agents {
+		if a.done {
+			a.ended = true // in this report, with its observation or its last one repeated
+		}
+	}
+	for agent, o := range obs {
+		a := ep.agents[agent]
+		if a == nil {
+			a = &agentState{}
+			ep.agents[agent] = a
+		}
+		a.last = append(a.last[:0], o...)
+	}
+}
+
+// getActionMA: POST /v1/episodes/{id}/action {"observation": {agent: obs}}
+// -> 200 {"action": {agent: action}} for the agents that act (those not marked done).
+func (s *Server) getActionMA(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error) {
+	if err := s.decodeObsMA(b, nil); err != nil {
+		return 0, err
+	}
+	acts, err := s.ma.GetAction(r.Context(), id, b.obsMap)
+	if reported(err) {
+		s.seenMA(id, b.obsMap)
+	}
+	if err != nil {
+		return 0, err
+	}
+	b.ids = b.ids[:0]
+	for agent := range acts {
+		b.ids = append(b.ids, agent)
+	}
+	slices.Sort(b.ids)
+	b.out = append(b.out[:0], `{"action":{`...)
+	for i, agent := range b.ids {
+		if i > 0 {
+			b.out = append(b.out, ',')
+		}
+		b.out = wire.AppendString(b.out, agent)
+		b.out = append(b.out, ':')
+		b.out = wire.AppendValue(b.out, s.actSpace, acts[agent])
+	}
+	b.out = append(b.out, "}}"...)
+	clear(b.obsMap)
+	return writeJSON(w, http.StatusOK, b.out), nil
+}
+
+// logActionMA: POST /v1/episodes/{id}/log_action {"observation": {agent: obs},
+// "action": {agent: action}} -> 204.
+func (s *Server) logActionMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	if b.actMap == nil {
+		b.actMap = map[string][]float32{}
+	}
+	b.act = b.act[:0]
+	gotAct := false
+	// The actions go to a buffer of their own, so the members may come in any order.
+	err := s.decodeObsMA(b, func(key []byte) (bool, error) {
+		if string(key) != "action" {
+			return false, nil
+		}
+		gotAct = true
+		return true, decodeAgents(b, s.actSpace, &b.act, b.actMap, externalenv.ErrBadAction, "action")
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !gotAct {
+		return 0, badRequest(`missing member "action" (an object of agent id -> action)`)
+	}
+	if err := s.ma.LogAction(id, b.obsMap, b.actMap); err != nil {
+		return 0, err
+	}
+	s.seenMA(id, b.obsMap)
+	clear(b.obsMap)
+	clear(b.actMap)
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil
+}
+
+// logReturnsMA: POST /v1/episodes/{id}/returns {"reward": {agent: r}, "done"?: {agent: bool},
+// "info"?: {agent: {...}}} -> 204; "rewards" and "dones" (RLlib's names) are accepted too.
+func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	d := &b.dec
+	rewards := map[string]float64{}
+	var dones map[string]bool
+	var info env.Info
+	got := false
+	err := member(d, func(key []byte) (bool, error) {
+		switch string(key) {
+		case "reward", "rewards":
+			got = true
+			return true, d.Object(func(agent []byte) error {
+				v, err := d.Float64()
+				if err != nil {
+					return err
+				}
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return badRequest("reward %v of agent %q is not finite", v, agent)
+				}
+				rewards[string(agent)] += v
+				return nil
+			})
+		case "done", "dones":
+			if dones == nil {
+				dones = map[string]bool{}
+			}
+			return true, d.Object(func(agent []byte) error {
+				v, err := d.Bool()
+				dones[string(agent)] = v
+				return err
+			})
+		case "info", "infos":
+			var err error
+			info, err = decodeInfoMA(d)
+			return true, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !got {
+		return 0, badRequest(`missing member "reward" (an object of agent id -> reward)`)
+	}
+	if err := s.ma.LogReturns(id, rewards, dones, info); err != nil {
+		return 0, err
+	}
+	if len(dones) > 0 {
+		s.mu.Lock()
+		if ep := s.episodes[id]; ep != nil {
+			for agent, done := range dones {
+				if a := ep.agents[agent]; a != nil && done {
+					a.done = true
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil
+}
+
+// decodeInfoMA reads {agent: {...}} (or null): each agent's info must be an object or null.
+func decodeInfoMA(d *wire.Decoder) (env.Info, error) {
+	if d.Null() {
+		return nil, nil
+	}
+	raw, err := d.Raw()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, badRequest("info: want an object of agent id -> info object: %v", err)
+	}
+	info := env.Info{}
+	for agent, v := range m {
+		var one map[string]any
+		if err := json.Unmarshal(v, &one); err != nil {
+			return nil, badRequest("info of agent %q: want an object: %v", agent, err)
+		}
+		if one != nil {
+			info[agent] = one
+		}
+	}
+	return info, nil
+}
+
+// endEpisodeMA: POST /v1/episodes/{id}/end {"observation": {agent: obs}, "truncated"?} -> 204.
+func (s *Server) endEpisodeMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	truncated := false
+	if err := s.decodeObsMA(b, func(key []byte) (bool, error) {
+		return truncatedMember(&b.dec, key, &truncated)
+	}); err != nil {
+		return 0, err
+	}
+	end := s.ma.EndEpisode
+	if truncated {
+		end = s.ma.EndEpisodeTruncated
+	}
+	err := end(id, b.obsMap)
+	clear(b.obsMap)
+	if err != nil {
+		return 0, err
+	}
+	s.ended(id)
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil
+}

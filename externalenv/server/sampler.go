@@ -1,0 +1,89 @@
+package server
+
+import (
+	"errors"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/externalenv"
+)
+
+// Sampler drives an envrunner.Runner over the server's environment on a goroutine of its own:
+// every step answers the pending action requests with one batched inference, and every
+// complete fragment goes to the write function (an output.Writer's Write, say).
+//
+// It stops when the runner fails, or when the server's Close has ended the environment's run
+// loop and the sampler has polled everything reported before; it then hands the last partial
+// fragment to write, so that nothing collected is lost.
+type Sampler struct {
+	r     *envrunner.Runner
+	write func(*envrunner.MultiAgentBatch) error
+	done  chan struct{}
+	err   error
+
+	batches, rows atomic.Int64
+}
+
+// StartSampler starts driving r. write may be nil (a runner with NoSamples, which builds no
+// batches); it owns each batch it is given.
+func StartSampler(r *envrunner.Runner, write func(*envrunner.MultiAgentBatch) error) *Sampler {
+	s := &Sampler{r: r, write: write, done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+func (s *Sampler) loop() {
+	defer close(s.done)
+	for {
+		// Yield once before polling: handler goroutines that have read their request by
+		// now queue their observations, so that a loaded server answers them in one batched
+		// inference instead of one each (BenchmarkServerEpisodes: 1.06 observations per
+		// inference without it, 6 with it, for 64 clients). An idle server loses nothing:
+		// with nothing else to run, Gosched returns at once.
+		runtime.Gosched()
+		err := s.r.Step()
+		if err != nil {
+			var rl *externalenv.RunLoopError
+			if errors.As(err, &rl) && rl.Err == nil && !rl.Panicked {
+				err = nil // the server closed: a normal end
+			}
+			s.err = errors.Join(err, s.take())
+			return
+		}
+		if s.write != nil && s.r.Ready() {
+			if err := s.take(); err != nil {
+				s.err = err
+				return
+			}
+		}
+	}
+}
+
+// take hands what is collected to write.
+func (s *Sampler) take() error {
+	if s.write == nil {
+		return nil
+	}
+	b := &envrunner.MultiAgentBatch{}
+	s.r.Take(b)
+	if b.Rows() == 0 {
+		return nil
+	}
+	s.batches.Add(1)
+	s.rows.Add(int64(b.Rows()))
+	return s.write(b)
+}
+
+// Done is closed when the sampler has stopped.
+func (s *Sampler) Done() <-chan struct{} { return s.done }
+
+// Wait waits for the sampler to stop and returns why: nil after the server's Close, the
+// runner's or write's error otherwise. The caller then closes the runner.
+func (s *Sampler) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Written returns the number of batches and rows handed to write so far.
+func (s *Sampler) Written() (batches, rows int64) { return s.batches.Load(), s.rows.Load() }
