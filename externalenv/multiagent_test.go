@@ -500,3 +500,31 @@ func TestNewMultiAgentChecks(t *testing.T) {
 	_, err = e.TryReset(100, env.Seed{}, nil)
 	require.Error(t, err)
 }
+
+// TestMultiAgentGetActionAllocs: in steady state a multi-agent GetAction/LogReturns step
+// allocates nothing besides the caller's own maps.
+func TestMultiAgentGetActionAllocs(t *testing.T) {
+	if underRace {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	e := newMAEnv(t, externalenv.MultiAgentOptions{MaxConcurrentEpisodes: 4})
+	go responder(e, 1)
+	ctx := context.Background()
+	id, err := e.StartEpisode("a", true)
+	require.NoError(t, err)
+	obs := obsMap{"p": o2(1), "q": o2(2), "r": o2(3)}
+	rewards := map[env.AgentID]float64{"p": 1, "q": 2, "r": 3}
+	step := func() {
+		acts, err := e.GetAction(ctx, id, obs)
+		if err != nil || len(acts) != 3 {
+			t.Fatal(err, acts)
+		}
+		if err := e.LogReturns(id, rewards, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		step()
+	}
+	assert.Zero(t, testing.AllocsPerRun(1000, step))
+}
