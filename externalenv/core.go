@@ -577,14 +577,8 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 		c.watchOnce.Do(func() { go c.watchdog() })
 	}
 	for {
-		if done == nil {
-			<-ep.reply
-		} else {
-			select {
-			case <-ep.reply:
-			case <-done:
-			}
-		}
+		// Look before blocking too: Stop, a done context or the watchdog may have looked at
+		// ep before this wait set ep.waiting, and then they do not wake it.
 		if ep.answered.Load() == seq {
 			ep.passOn()
 			return nil // the caller takes the answers, then clears ep.waiting
@@ -597,7 +591,16 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 			err = ctx.Err()
 		case ep.expired.Load() == seq:
 			err = fmt.Errorf("%w after %v: episode %q", ErrTimeout, c.timeout, ep.id)
-		default:
+		}
+		if err == nil {
+			if done == nil {
+				<-ep.reply
+			} else {
+				select {
+				case <-ep.reply:
+				case <-done:
+				}
+			}
 			continue
 		}
 		ep.mu.Lock()
@@ -735,10 +738,11 @@ func (c *core) poll(dst *env.Batch) error {
 		if c.stopped.Load() {
 			return ErrStopped
 		}
+		// Load runErr first: what the run loop pushed before it ended is on the stack then.
+		rerr := c.runErr.Load()
 		p0 := c.pushed.Load()
 		c.collect()
 		n = c.drain(dst, n)
-		rerr := c.runErr.Load()
 		if n >= c.maxBatch || (n > 0 && (c.maxWait <= 0 || rerr != nil)) {
 			return nil
 		}

@@ -3,6 +3,7 @@ package externalenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -273,4 +274,127 @@ func TestMaxWait(t *testing.T) {
 	b := <-got
 	require.NotNil(t, b)
 	assert.Len(t, b.Agents, 2) // the third waits for the next Poll
+}
+
+// TestTruncatedEnd: EndEpisodeTruncated reports the final observation Truncated, with
+// EnvStatus.Truncated, and completes the episode.
+func TestTruncatedEnd(t *testing.T) {
+	e := newEnv(t, externalenv.Options{})
+	_, err := e.StartEpisode("a", true)
+	require.NoError(t, err)
+	require.NoError(t, e.LogAction("a", obsOf(0.1), []float32{1}))
+	b := poll(t, e)
+	require.NoError(t, e.SendActions([]env.Action{{Env: 0, Agent: env.DefaultAgentID, Action: []float32{0}}}))
+	require.NoError(t, e.LogReturns("a", 2, nil))
+	require.NoError(t, e.EndEpisodeTruncated("a", obsOf(0.2)))
+	b = poll(t, e)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.2), Reward: 2, Truncated: true,
+		OffPolicyAction: []float32{1}}}, b.Agents)
+	assert.Equal(t, []env.EnvStatus{{Env: 0, Truncated: true}}, b.Envs)
+	assert.ErrorIs(t, e.EndEpisodeTruncated("a", obsOf(0.3)), externalenv.ErrEpisodeDone)
+	assert.ErrorIs(t, e.EndEpisodeTruncated("a", obsOf(9)), externalenv.ErrBadObservation)
+	assert.ErrorIs(t, e.EndEpisodeTruncated("x", obsOf(0)), externalenv.ErrEpisodeNotFound)
+}
+
+// TestBusyAndAnswerBuffer: a second GetAction while one waits is ErrEpisodeBusy; the
+// returned slice is the episode's own, reused by its next GetAction.
+func TestBusyAndAnswerBuffer(t *testing.T) {
+	e := newEnv(t, externalenv.Options{})
+	ctx := context.Background()
+	_, err := e.StartEpisode("a", true)
+	require.NoError(t, err)
+	var first []float32
+	for k := range 2 {
+		res := make(chan []float32, 1)
+		go func() {
+			a, err := e.GetAction(ctx, "a", obsOf(float32(k)/10))
+			assert.NoError(t, err)
+			res <- a
+		}()
+		b := poll(t, e)
+		require.Len(t, b.Agents, 1)
+		_, err = e.GetAction(ctx, "a", obsOf(0.5))
+		assert.ErrorIs(t, err, externalenv.ErrEpisodeBusy)
+		require.NoError(t, e.SendActions([]env.Action{{Env: 0, Agent: env.DefaultAgentID, Action: []float32{float32(k)}}}))
+		a := <-res
+		assert.Equal(t, []float32{float32(k)}, a)
+		if k == 0 {
+			first = a
+		} else {
+			assert.Same(t, &first[0], &a[0], "the episode's buffer, reused")
+		}
+	}
+}
+
+// responder answers every observation with action 1 until Poll fails, allocating nothing
+// once its buffers have grown.
+func responder(be env.BaseEnv, actSize int) {
+	var b env.Batch
+	var acts []env.Action
+	one := make([]float32, actSize)
+	one[0] = 1
+	for {
+		b.Clear()
+		if be.Poll(&b) != nil {
+			return
+		}
+		acts = acts[:0]
+		for _, a := range b.Agents {
+			if !a.Terminated && !a.Truncated {
+				acts = append(acts, env.Action{Env: a.Env, Agent: a.Agent, Action: one})
+			}
+		}
+		if be.SendActions(acts) != nil {
+			return
+		}
+	}
+}
+
+// TestGetActionAllocs: in steady state a GetAction/LogReturns step allocates nothing
+// (sampler side included), and neither does a whole episode.
+func TestGetActionAllocs(t *testing.T) {
+	if underRace {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 4})
+	go responder(e, 1)
+	ctx := context.Background()
+	id, err := e.StartEpisode("a", true)
+	require.NoError(t, err)
+	obs := obsOf(0.1)
+	step := func() {
+		if _, err := e.GetAction(ctx, id, obs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.LogReturns(id, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 { // warm up: events, buffers
+		step()
+	}
+	assert.Zero(t, testing.AllocsPerRun(1000, step))
+
+	k := 0
+	episode := func() { // the episode's own allocations only: its struct, channel, buffers, events
+		k++
+		id, err := e.StartEpisode(fmt.Sprintf("e%d", k), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			if _, err := e.GetAction(ctx, id, obs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.EndEpisode(id, obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		episode()
+	}
+	n := testing.AllocsPerRun(100, episode)
+	t.Logf("%v allocations per episode", n)
+	assert.LessOrEqual(t, n, 20.0)
 }

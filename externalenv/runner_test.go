@@ -26,7 +26,8 @@ type transition struct {
 	newObs   []float32
 	training bool
 	logged   bool
-	done     bool
+	term     bool
+	trunc    bool
 }
 
 // simulator runs classic CartPole episodes on `threads` goroutines through the API and
@@ -77,11 +78,10 @@ func (s *simulator) thread(ctx context.Context, e *externalenv.ExternalEnv, k in
 			if err != nil {
 				return err
 			}
-			done := res.Terminated || res.Truncated
 			// The reward is logged in two parts; the sampler must sum them.
 			r1, r2 := 0.25*res.Reward, 0.75*res.Reward+float64(t%5)
 			s.record(obs, transition{action: act[0], reward: float32(r1 + r2), newObs: append([]float32(nil), next...),
-				training: training, logged: logged, done: done})
+				training: training, logged: logged, term: res.Terminated, trunc: res.Truncated && !res.Terminated})
 			if err := e.LogReturns(id, r1, nil); err != nil {
 				return err
 			}
@@ -89,22 +89,28 @@ func (s *simulator) thread(ctx context.Context, e *externalenv.ExternalEnv, k in
 				return err
 			}
 			obs, next = next, obs
-			if done {
-				if err := e.EndEpisode(id, obs); err != nil {
-					return err
-				}
-				break
+			switch {
+			case res.Terminated:
+				err = e.EndEpisode(id, obs)
+			case res.Truncated: // the time limit: the sampler bootstraps from the value
+				err = e.EndEpisodeTruncated(id, obs)
+			default:
+				continue
 			}
+			if err != nil {
+				return err
+			}
+			break
 		}
 	}
 }
 
 // TestRunnerDrivesExternalEnv: an envrunner.Runner with the bundled cartpole_mlp drives the
 // ExternalEnv while simulator goroutines (as many as MaxConcurrentEpisodes, so all progress)
-// run CartPole through GetAction/LogAction/LogReturns/EndEpisode. The batches hold exactly
-// the transitions the simulator saw: its observations, the actions it applied (logged ones
-// included), the summed rewards and the next observations; training-disabled episodes leave
-// no rows.
+// run CartPole through GetAction/LogAction/LogReturns/EndEpisode(Truncated). The batches
+// hold exactly the transitions the simulator saw: its observations, the actions it applied
+// (logged ones included), the summed rewards, the next observations, terminations and
+// truncations (the 30-step time limit); training-disabled episodes leave no rows.
 func TestRunnerDrivesExternalEnv(t *testing.T) {
 	if err := inference.Init(); err != nil {
 		t.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
@@ -152,7 +158,7 @@ func TestRunnerDrivesExternalEnv(t *testing.T) {
 
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
-	rows, logged, dones := 0, 0, 0
+	rows, logged, terms, truncs := 0, 0, 0, 0
 	envs := map[int32]bool{}
 	for _, mb := range batches {
 		b := mb.PolicyBatches[envrunner.DefaultPolicyID]
@@ -165,14 +171,18 @@ func TestRunnerDrivesExternalEnv(t *testing.T) {
 			assert.Equal(t, tr.action, b.Actions[i], "row %d: action", i)
 			assert.Equal(t, tr.reward, b.Rewards[i], "row %d: reward", i)
 			assert.Equal(t, tr.newObs, envrunner.Row(b.NewObs, 4, i), "row %d: new_obs", i)
-			assert.Equal(t, tr.done, b.Terminateds[i], "row %d: terminated", i)
+			assert.Equal(t, tr.term, b.Terminateds[i], "row %d: terminated", i)
+			assert.Equal(t, tr.trunc, b.Truncateds[i], "row %d: truncated", i)
 			rows++
 			envs[b.EnvID[i]] = true
 			if tr.logged {
 				logged++
 			}
-			if tr.done {
-				dones++
+			if tr.term {
+				terms++
+			}
+			if tr.trunc {
+				truncs++
 			}
 		}
 	}
@@ -180,6 +190,7 @@ func TestRunnerDrivesExternalEnv(t *testing.T) {
 	assert.Greater(t, rows, 4*50*threads/2)
 	assert.LessOrEqual(t, rows, 4*50*threads)
 	assert.Positive(t, logged, "no off-policy rows")
-	assert.Positive(t, dones, "no episode ended")
+	assert.Positive(t, terms+truncs, "no episode ended")
+	assert.Positive(t, truncs, "no episode reached the time limit")
 	assert.Len(t, envs, threads, "every sub-environment (episode slot) progressed")
 }
