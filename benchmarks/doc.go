@@ -15,4 +15,18 @@
 // batches. BenchmarkRunnerAllocs reports allocs/op per step of 256 env steps in the
 // exploring mode; BenchmarkRunnerWorkers compares 1 and 2 runners of 256 sub-environments
 // on their own goroutines (total env steps/s).
+//
+// ExternalEnv: BenchmarkExternalEnv runs 1024 simulator goroutines looping CartPole-v1
+// episodes through StartEpisode / GetAction / LogReturns / EndEpisode against one Runner with
+// the bundled MLP (greedy, or exploring with every column), over MaxBatch and MaxWait
+// settings, and reports actions/s, actions per poll and cpu-ns/action.
+//
+// Server: BenchmarkServerEpisodes runs 64 clients of CartPole episodes over loopback against
+// the policy server (`sample serve`'s handler) and against a do-nothing net/http floor,
+// interleaved, and reports actions/s, p99-ms, floor-actions/s, floor-p99-ms, ratio and
+// obs/inference. BenchmarkServerAct sends /v1/act requests of 256 observations with 2, 4 and
+// 8 clients, raw and through the Go client, and reports agent-actions/s and p99-ms.
+//
+// Env adapters (package env): BenchmarkVectorColumns drives a VectorEnv through the columnar
+// protocol against the bare loop over the same environments.
 package benchmarks
