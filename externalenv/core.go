@@ -203,7 +203,8 @@ type core struct {
 	multi              bool
 
 	seed   maphash.Seed
-	shards []shard // a power of two
+	shards []shard                   // a power of two
+	hints  []atomic.Pointer[episode] // see find; a power of two
 
 	mu       sync.Mutex // running, done, doneRing, doneNext, started, cancel
 	running  int
@@ -291,6 +292,7 @@ func newCore(o coreOptions) (*core, error) {
 		n *= 2
 	}
 	c.shards = make([]shard, n)
+	c.hints = make([]atomic.Pointer[episode], 4*n*episodesPerShard)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -347,7 +349,7 @@ func (c *core) lock(id string) (*episode, error) {
 	if c.stopped.Load() {
 		return nil, ErrStopped
 	}
-	if ep := c.shard(id).get(id); ep != nil {
+	if ep := c.find(id); ep != nil {
 		ep.mu.Lock()
 		if !ep.ended.Load() && ep.id == id {
 			return ep, nil
@@ -362,6 +364,29 @@ func (c *core) lock(id string) (*episode, error) {
 		return nil, fmt.Errorf("%w: %q", ErrEpisodeDone, id)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrEpisodeNotFound, id)
+}
+
+// find returns the episode with id from the index (running, or ended with its end not
+// reported yet), or nil.
+//
+// Callers pass back the string StartEpisode returned (or gave it), so most look-ups hit the
+// hint table, indexed by the address of the id's bytes: a hit costs no hashing and no string
+// compare (same address and length: the same bytes, which the episode keeps alive). A hint
+// to an ended episode is not trusted: its id may run again once forgotten.
+func (c *core) find(id string) *episode {
+	if len(id) == 0 {
+		return nil
+	}
+	p := unsafe.StringData(id)
+	h := &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+	if ep := h.Load(); ep != nil && unsafe.StringData(ep.id) == p && len(ep.id) == len(id) && !ep.ended.Load() {
+		return ep
+	}
+	ep := c.shard(id).get(id)
+	if ep != nil {
+		h.Store(ep)
+	}
+	return ep
 }
 
 // startEpisode registers a new episode (see ExternalEnv.StartEpisode).
