@@ -67,6 +67,31 @@ func cartpoleSim(ctx context.Context, e *externalenv.ExternalEnv, k int) error {
 	}
 }
 
+// replaySim runs episodes of replayLen steps through the ExternalEnv API, reporting the
+// same CartPole observation every step: the simulator's own cost is nil.
+func replaySim(ctx context.Context, e *externalenv.ExternalEnv, k int) error {
+	obs := []float32{0.01, -0.02, 0.03, 0.04}
+	for {
+		id, err := e.StartEpisode("", true)
+		if err != nil {
+			return err
+		}
+		for range replayLen {
+			if _, err := e.GetAction(ctx, id, obs); err != nil {
+				return err
+			}
+			if err := e.LogReturns(id, 1, nil); err != nil {
+				return err
+			}
+		}
+		if err := e.EndEpisodeTruncated(id, obs); err != nil {
+			return err
+		}
+	}
+}
+
+const replayLen = 200
+
 // BenchmarkExternalEnv runs 1024 simulator goroutines, each looping CartPole-v1 episodes
 // through StartEpisode / GetAction / LogReturns / EndEpisode, against one envrunner.Runner
 // with the bundled MLP that answers them (greedy without samples, or exploring with every
@@ -79,18 +104,20 @@ func BenchmarkExternalEnv(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"greedy", "explore"} {
-		for _, batch := range []int{128, 256, 512, 1024} {
-			for _, wait := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
-				b.Run(fmt.Sprintf("mode=%s/episodes=%d/batch=%d/wait=%v", mode, externalEpisodes, batch, wait), func(b *testing.B) {
-					benchExternal(b, p, mode == "explore", batch, wait)
-				})
+	for _, sim := range []string{"cartpole", "replay"} {
+		for _, mode := range []string{"greedy", "explore"} {
+			for _, batch := range []int{128, 256, 512, 1024} {
+				for _, wait := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond} {
+					b.Run(fmt.Sprintf("sim=%s/mode=%s/episodes=%d/batch=%d/wait=%v", sim, mode, externalEpisodes, batch, wait), func(b *testing.B) {
+						benchExternal(b, p, sim, mode == "explore", batch, wait)
+					})
+				}
 			}
 		}
 	}
 }
 
-func benchExternal(b *testing.B, p *models.Policy, explore bool, batch int, wait time.Duration) {
+func benchExternal(b *testing.B, p *models.Policy, sim string, explore bool, batch int, wait time.Duration) {
 	cp, err := classic.NewCartPole(nil)
 	if err != nil {
 		b.Fatal(err)
@@ -107,7 +134,11 @@ func benchExternal(b *testing.B, p *models.Policy, explore bool, batch int, wait
 			wg.Add(1)
 			go pprof.Do(ctx, pprof.Labels("role", "simulator"), func(ctx context.Context) {
 				defer wg.Done()
-				errs[k] = cartpoleSim(ctx, e, k)
+				if sim == "replay" {
+					errs[k] = replaySim(ctx, e, k)
+				} else {
+					errs[k] = cartpoleSim(ctx, e, k)
+				}
 			})
 		}
 		wg.Wait()

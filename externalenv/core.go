@@ -60,11 +60,12 @@ type entry struct {
 // reads, an event fills whole cache lines (see appendLines).
 type event struct {
 	eventData
-	_ [(64 - unsafe.Sizeof(eventData{})%64) % 64]byte
+	_ [64 - unsafe.Sizeof(eventData{})%64]byte // never empty: an empty last field takes room
 }
 
 type eventData struct {
-	one     [1]entry // ents of a single-agent event
+	one     [1]entry    // ents of a single-agent event
+	inline  [16]float32 // obs of a small event (no line of its own to fetch)
 	seq     uint64
 	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
 	logged  []float32
@@ -96,40 +97,43 @@ type agentState struct {
 // runner's (slot, started, nextReady) and the watchdog's (wd*). It fills whole cache lines.
 type episode struct {
 	episodeData
-	_ [(64 - unsafe.Sizeof(episodeData{})%64) % 64]byte
+	_ [64 - unsafe.Sizeof(episodeData{})%64]byte // never empty: an empty last field takes room
 }
 
 type episodeData struct {
-	mu       sync.Mutex
-	id       string
-	training bool
-	ended    atomic.Bool // EndEpisode was called (set under mu)
-	agents   []agentState
-	index    map[env.AgentID]int // agents by id, once there are many
-	head     *event              // queued events, not reported yet
-	tail     *event
-	inFlight *event // reported, waiting for SendActions
-	last     *event // reported by an earlier Poll: recycled when the next one is reported
-	free     *event
-	queued   bool // on the ready stack or the runner's pending list
-	seq      uint64
+	// What both the simulator's calls and the sampler touch for every observation comes
+	// first, in as few cache lines as it takes.
+	mu         sync.Mutex
+	queued     bool // on the ready stack or the runner's pending list
+	training   bool
+	started    bool   // the runner's: its first observation was reported
+	offPending int    // agents whose logged action waits for their next reported observation
+	head       *event // queued events, not reported yet
+	tail       *event
+	inFlight   *event // reported, waiting for SendActions
+	last       *event // reported by an earlier Poll: recycled when the next one is reported
+	free       *event
+	seq        uint64
+	slot       int // the runner's: sub-environment, -1 until its first observation is reported
+	nextReady  *episode
+	agents     []agentState
+	answer     []float32 // the answers, actSize each
+	answered   atomic.Uint64
+	inline     [4]float32 // answer's storage when it fits
 
-	waiting  atomic.Bool          // a GetAction waits (ErrEpisodeBusy)
-	waitSeq  atomic.Uint64        // the event it waits for
-	answered atomic.Uint64        // the last waited-for event whose answers are in
-	expired  atomic.Uint64        // the last waited-for event the watchdog gave up on
-	reply    chan struct{}        // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
-	kids     [wakeFanOut]*episode // waiters it wakes once it is woken with its answers
-	nkids    int
-	woke     bool                      // it took its kids: the sampler wakes later ones itself
-	answer   []float32                 // the answers, actSize each
-	ids      []env.AgentID             // multi-agent: the agents answered, by reply index
-	actions  map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
+	id    string
+	ended atomic.Bool         // EndEpisode was called (set under mu)
+	index map[env.AgentID]int // agents by id, once there are many
+
+	waiting  atomic.Bool                         // a GetAction waits (ErrEpisodeBusy)
+	waitSeq  atomic.Uint64                       // the event it waits for
+	expired  atomic.Uint64                       // the last waited-for event the watchdog gave up on
+	reply    chan struct{}                       // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
+	kids     [wakeFanOut]atomic.Pointer[episode] // waiters it wakes once it is woken with its answers
+	kidState atomic.Uint32                       // kids adopted, | kidsTaken once it took them
+	ids      []env.AgentID                       // multi-agent: the agents answered, by reply index
+	actions  map[env.AgentID][]float32           // multi-agent: GetAction's result, reused
 	scratch  []obsRef
-
-	slot      int // sub-environment, -1 until its first observation is reported
-	started   bool
-	nextReady *episode
 
 	wdSeq   uint64 // the waited-for event the watchdog saw last
 	wdSince int64  // the watchdog's tick when it saw it first
@@ -199,7 +203,8 @@ type core struct {
 	multi              bool
 
 	seed   maphash.Seed
-	shards []shard // a power of two
+	shards []shard                   // a power of two
+	hints  []atomic.Pointer[episode] // see find; a power of two
 
 	mu       sync.Mutex // running, done, doneRing, doneNext, started, cancel
 	running  int
@@ -287,6 +292,7 @@ func newCore(o coreOptions) (*core, error) {
 		n *= 2
 	}
 	c.shards = make([]shard, n)
+	c.hints = make([]atomic.Pointer[episode], 4*n*episodesPerShard)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -343,7 +349,7 @@ func (c *core) lock(id string) (*episode, error) {
 	if c.stopped.Load() {
 		return nil, ErrStopped
 	}
-	if ep := c.shard(id).get(id); ep != nil {
+	if ep := c.find(id); ep != nil {
 		ep.mu.Lock()
 		if !ep.ended.Load() && ep.id == id {
 			return ep, nil
@@ -358,6 +364,29 @@ func (c *core) lock(id string) (*episode, error) {
 		return nil, fmt.Errorf("%w: %q", ErrEpisodeDone, id)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrEpisodeNotFound, id)
+}
+
+// find returns the episode with id from the index (running, or ended with its end not
+// reported yet), or nil.
+//
+// Callers pass back the string StartEpisode returned (or gave it), so most look-ups hit the
+// hint table, indexed by the address of the id's bytes: a hit costs no hashing and no string
+// compare (same address and length: the same bytes, which the episode keeps alive). A hint
+// to an ended episode is not trusted: its id may run again once forgotten.
+func (c *core) find(id string) *episode {
+	if len(id) == 0 {
+		return nil
+	}
+	p := unsafe.StringData(id)
+	h := &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+	if ep := h.Load(); ep != nil && unsafe.StringData(ep.id) == p && len(ep.id) == len(id) && !ep.ended.Load() {
+		return ep
+	}
+	ep := c.shard(id).get(id)
+	if ep != nil {
+		h.Store(ep)
+	}
+	return ep
 }
 
 // startEpisode registers a new episode (see ExternalEnv.StartEpisode).
@@ -389,7 +418,7 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 	ep.id, ep.training, ep.slot, ep.reply = id, training, -1, make(chan struct{}, 1)
 	if !c.multi {
 		ep.agents = []agentState{{id: env.DefaultAgentID}}
-		ep.answer = appendLines(nil, make([]float32, c.actSize))
+		ep.answer = ep.answerBuf(c.actSize)
 	}
 	sh.set(id, ep)
 	c.running++
@@ -447,6 +476,17 @@ func appendLines(dst, src []float32) []float32 {
 	return append(dst, src...)
 }
 
+// answerBuf returns ep.answer with room for n values: its inline storage when they fit.
+func (ep *episode) answerBuf(n int) []float32 {
+	switch {
+	case n <= len(ep.inline):
+		return ep.inline[:n]
+	case n <= cap(ep.answer):
+		return ep.answer[:n]
+	}
+	return appendLines(nil, make([]float32, n))
+}
+
 // agent returns the index of agent id in ep.agents, adding it when add is set (-1 when it
 // is not there and add is not set); ep.mu is held.
 func (ep *episode) agent(id env.AgentID, add bool) int {
@@ -486,6 +526,7 @@ func (ep *episode) newEvent() *event {
 	} else {
 		ev = &event{}
 		ev.ents = ev.one[:0]
+		ev.obs = ev.inline[:0]
 	}
 	ep.seq++
 	ev.seq = ep.seq
@@ -589,6 +630,9 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 			err = ErrStopped
 		case ctx.Err() != nil:
 			err = ctx.Err()
+			if c.stopped.Load() { // Stop cancels the run loop's context after it set stopped
+				err = ErrStopped
+			}
 		case ep.expired.Load() == seq:
 			err = fmt.Errorf("%w after %v: episode %q", ErrTimeout, c.timeout, ep.id)
 		}
@@ -861,14 +905,16 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		ag := &ep.agents[en.agent]
 		o := env.AgentObs{Env: ep.slot, Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
 			Reward: en.reward, Terminated: en.done == terminated, Truncated: en.done == truncated, Info: en.info}
-		if ag.offSet {
+		if ep.offPending > 0 && ag.offSet {
 			o.OffPolicyAction = ag.off[ag.offCur]
 			ag.offSet = false
+			ep.offPending--
 		}
 		if en.logged >= 0 {
 			ag.offCur ^= 1
 			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:en.logged+as])
 			ag.offSet = true
+			ep.offPending++
 		}
 		dst.Agents = append(dst.Agents, o)
 	}
@@ -977,8 +1023,8 @@ func (c *core) answer(a *env.Action) error {
 	ep.inFlight = nil
 	wake := ev.waiter && !ev.ignored
 	if wake {
+		ep.kidState.Store(0) // before answered: passOn sees this round's kids
 		ep.answered.Store(ev.seq)
-		ep.nkids, ep.woke = 0, false
 	}
 	if ep.head != nil && !ep.queued {
 		ep.queued = true
@@ -987,34 +1033,38 @@ func (c *core) answer(a *env.Action) error {
 	ep.mu.Unlock()
 	if wake {
 		if n := len(c.woken); n > 0 {
-			c.woken[(n-1)/wakeFanOut].adopt(ep)
+			c.woken[(n-1)/wakeFanOut].adopt((n-1)%wakeFanOut, ep)
 		}
 		c.woken = append(c.woken, ep)
 	}
 	return nil
 }
 
-// adopt makes p wake kid once p is woken, or wakes kid now when p is awake already.
-func (p *episode) adopt(kid *episode) {
-	p.mu.Lock()
-	if p.woke {
-		p.mu.Unlock()
-		kid.kick()
-		return
+// kidsTaken is the bit of episode.kidState that passOn sets.
+const kidsTaken = 1 << 31
+
+// adopt makes p wake kid (its i-th) once p is woken, or wakes kid now when p has taken its
+// kids already. Only the sampler adopts.
+func (p *episode) adopt(i int, kid *episode) {
+	p.kids[i].Store(kid)
+	for {
+		st := p.kidState.Load()
+		if st&kidsTaken != 0 {
+			kid.kick()
+			return
+		}
+		if p.kidState.CompareAndSwap(st, st+1) {
+			return
+		}
 	}
-	p.kids[p.nkids] = kid
-	p.nkids++
-	p.mu.Unlock()
 }
 
-// passOn wakes the waiters ep adopted (its answers are in and its GetAction returns).
+// passOn wakes the waiters ep adopted (its answers are in and its GetAction returns); later
+// ones the sampler wakes itself.
 func (ep *episode) passOn() {
-	ep.mu.Lock()
-	kids, n := ep.kids, ep.nkids
-	ep.kids, ep.nkids, ep.woke = [wakeFanOut]*episode{}, 0, true
-	ep.mu.Unlock()
-	for _, k := range kids[:n] {
-		k.kick()
+	n := ep.kidState.Or(kidsTaken) &^ kidsTaken
+	for i := range n {
+		ep.kids[i].Load().kick()
 	}
 }
 

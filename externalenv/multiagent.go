@@ -204,11 +204,7 @@ func (e *ExternalMultiAgentEnv) GetAction(ctx context.Context, id string, obs ma
 			ep.ids = append(ep.ids, ev.ents[k].id)
 		}
 	}
-	if n := ev.open * c.actSize; cap(ep.answer) < n {
-		ep.answer = appendLines(ep.answer[:0], make([]float32, n))
-	} else {
-		ep.answer = ep.answer[:n]
-	}
+	ep.answer = ep.answerBuf(ev.open * c.actSize)
 	acting := ev.open > 0
 	ev.waiter = acting
 	seq := ev.seq

@@ -1,0 +1,21 @@
+package externalenv
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestCacheLines: the structures the simulator's goroutines write and the sampler reads
+// fill whole cache lines, so that the allocator puts each on lines of its own.
+func TestCacheLines(t *testing.T) {
+	for name, size := range map[string]uintptr{
+		"episode": unsafe.Sizeof(episode{}), "event": unsafe.Sizeof(event{}),
+	} {
+		if size%64 != 0 || size > 768 { // size classes up to 768 bytes that are multiples of 64 exist
+			t.Errorf("%s is %d bytes, want a multiple of 64 up to 768", name, size)
+		}
+	}
+	if got := cap(appendLines(nil, make([]float32, 5))); got != 16 {
+		t.Errorf("appendLines allocated %d values, want 16 (one line)", got)
+	}
+}
