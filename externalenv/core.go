@@ -45,12 +45,12 @@ const (
 // entry is one agent's observation in an event.
 type entry struct {
 	id     env.AgentID
-	agent  int // index in episode.agents
 	reward float64
 	info   env.Info
+	agent  int32 // index in episode.agents
+	reply  int32 // index of its answer in the episode's answer buffer; -1 when done
+	logged int32 // offset of its own logged action (LogAction) in event.logged; -1 if none
 	done   endKind
-	reply  int // index of its answer in the episode's answer buffer; -1 when done
-	logged int // offset of its own logged action (LogAction) in event.logged; -1 if none
 	open   bool
 }
 
@@ -64,17 +64,19 @@ type event struct {
 }
 
 type eventData struct {
-	one     [1]entry    // ents of a single-agent event
-	inline  [16]float32 // obs of a small event (no line of its own to fetch)
-	seq     uint64
-	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
-	logged  []float32
-	ents    []entry
-	end     endKind // the episode's last report
-	waiter  bool    // a GetAction caller waits for the answers
-	ignored bool    // the GetAction caller gave up: the answers are dropped
-	open    int     // in flight: acting entries not answered yet
+	// In the order Poll reads them: header, the entry of a single-agent event, its
+	// observation (when it is small).
 	next    *event
+	seq     uint64
+	ents    []entry
+	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
+	open    int       // in flight: acting entries not answered yet
+	end     endKind   // the episode's last report
+	waiter  bool      // a GetAction caller waits for the answers
+	ignored bool      // the GetAction caller gave up: the answers are dropped
+	one     [1]entry  // ents of a single-agent event
+	inline  [16]float32
+	logged  []float32
 }
 
 // agentState is one agent of an episode. All fields are guarded by episode.mu; the off*
@@ -552,16 +554,16 @@ func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done en
 		ag.last = appendLines(ag.last[:0], obs)
 	}
 	ag.seen = true
-	en := entry{id: ag.id, agent: i, reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
+	en := entry{id: ag.id, agent: int32(i), reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
 	ag.reward, ag.info = 0, nil
 	if done != notDone {
 		ag.gone = true
 	} else {
-		en.reply = ev.open
+		en.reply = int32(ev.open)
 		en.open = true
 		ev.open++
 		if logged != nil {
-			en.logged = len(ev.logged)
+			en.logged = int32(len(ev.logged))
 			ev.logged = appendLines(ev.logged, logged)
 		}
 	}
@@ -912,7 +914,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		}
 		if en.logged >= 0 {
 			ag.offCur ^= 1
-			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:en.logged+as])
+			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:int(en.logged)+as])
 			ag.offSet = true
 			ep.offPending++
 		}
@@ -1014,7 +1016,7 @@ func (c *core) answer(a *env.Action) error {
 	ev.open--
 	c.expect--
 	if ev.waiter && !ev.ignored {
-		copy(ep.answer[en.reply*c.actSize:(en.reply+1)*c.actSize], a.Action)
+		copy(ep.answer[int(en.reply)*c.actSize:int(en.reply+1)*c.actSize], a.Action)
 	}
 	if ev.open > 0 {
 		ep.mu.Unlock()
