@@ -191,10 +191,12 @@ func (sh *shard) each(f func(*episode)) {
 // core is the machinery ExternalEnv and ExternalMultiAgentEnv share: episodes, their
 // queued observations, the ready stack, sub-environment slots, the run loop and Stop.
 //
-// The simulator's calls lock the episode they name (and an index shard to find it); the
-// global lock mu is taken only to start and end episodes. Episodes with a report to make
-// are pushed onto a lock-free stack that Poll takes whole, and Poll and SendActions lock each
-// episode they touch in turn: nothing is held across episodes.
+// Nothing is locked for all episodes on the hot path. The simulator's calls find the episode
+// they name without a lock (see find) and lock that episode only; the global lock mu is
+// taken to start and end episodes. Episodes with a report to make are pushed onto a
+// lock-free stack that Poll takes whole; Poll and SendActions lock each episode they touch in
+// turn. A GetAction sleeps on its episode's own channel; SendActions wakes one answered
+// waiter, which wakes the next ones (see wakeFanOut).
 type core struct {
 	obsSpace, actSpace spaces.Space
 	obsSize, actSize   int
@@ -294,7 +296,7 @@ func newCore(o coreOptions) (*core, error) {
 		n *= 2
 	}
 	c.shards = make([]shard, n)
-	c.hints = make([]atomic.Pointer[episode], 4*n*episodesPerShard)
+	c.hints = make([]atomic.Pointer[episode], min(4*n*episodesPerShard, 1<<16))
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
