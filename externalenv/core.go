@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -218,12 +219,18 @@ type core struct {
 	started  bool
 	cancel   context.CancelFunc
 
+	// Episodes with a report to make: a ring that Poll reads in order (no pointer to chase
+	// from one episode to the next), and a stack for what does not fit.
 	_         [64]byte
-	readyHead atomic.Pointer[episode] // episodes with a report to make, newest first
-	pushed    atomic.Int64            // pushes so far
-	_         [48]byte
-	sleeping  atomic.Bool  // Poll waits on wake
-	wakeAt    atomic.Int64 // ... until pushed reaches wakeAt
+	tail      atomic.Uint64 // ring slots claimed so far
+	_         [56]byte
+	head      atomic.Uint64 // ring slots Poll took so far
+	overflow  atomic.Int64  // pushes onto readyHead so far
+	readyHead atomic.Pointer[episode]
+	_         [40]byte
+	ring      []atomic.Pointer[episode] // a power of two
+	sleeping  atomic.Bool               // Poll waits on wake
+	wakeAt    atomic.Int64              // ... until pushed reaches wakeAt
 	_         [48]byte
 
 	wake      chan struct{} // capacity 1
@@ -241,6 +248,7 @@ type core struct {
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
+	taken     int64      // pushes collected so far
 	woken     []*episode // waiters answered by this SendActions, a tree (see wakeFanOut)
 	pollTimer *time.Timer
 }
@@ -297,6 +305,11 @@ func newCore(o coreOptions) (*core, error) {
 	}
 	c.shards = make([]shard, n)
 	c.hints = make([]atomic.Pointer[episode], min(4*n*episodesPerShard, 1<<16))
+	r := 64
+	for r < 2*o.maxEpisodes {
+		r *= 2
+	}
+	c.ring = make([]atomic.Pointer[episode], r)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -589,20 +602,36 @@ func (c *core) queue(ep *episode, ev *event) bool {
 	return true
 }
 
-// push puts ep onto the ready stack and wakes Poll when it waits for this push.
+// push puts ep into the ready ring (or onto the ready stack when the ring is full) and wakes
+// Poll when it waits for this push.
 func (c *core) push(ep *episode) {
+	var p int64
 	for {
-		old := c.readyHead.Load()
-		ep.nextReady = old
-		if c.readyHead.CompareAndSwap(old, ep) {
+		t := c.tail.Load()
+		if t-c.head.Load() >= uint64(len(c.ring)) {
+			for {
+				old := c.readyHead.Load()
+				ep.nextReady = old
+				if c.readyHead.CompareAndSwap(old, ep) {
+					break
+				}
+			}
+			p = int64(c.tail.Load()) + c.overflow.Add(1)
+			break
+		}
+		if c.tail.CompareAndSwap(t, t+1) {
+			c.ring[t&uint64(len(c.ring)-1)].Store(ep)
+			p = int64(t+1) + c.overflow.Load()
 			break
 		}
 	}
-	p := c.pushed.Add(1)
 	if c.sleeping.Load() && p >= c.wakeAt.Load() && c.sleeping.CompareAndSwap(true, false) {
 		c.signal()
 	}
 }
+
+// pushed returns the number of pushes so far (some may not be stored yet).
+func (c *core) pushed() int64 { return int64(c.tail.Load()) + c.overflow.Load() }
 
 // wait blocks until the answers to event seq of ep are in, or gives up (see GetAction). The
 // caller set ep.waiting; wait clears it when it gives up, the caller once it has taken the
@@ -786,13 +815,16 @@ func (c *core) poll(dst *env.Batch) error {
 		if c.stopped.Load() {
 			return ErrStopped
 		}
-		// Load runErr first: what the run loop pushed before it ended is on the stack then.
+		// Load runErr first: what the run loop pushed before it ended is in the ring then.
 		rerr := c.runErr.Load()
-		p0 := c.pushed.Load()
-		c.collect()
+		blocked := c.collect()
 		n = c.drain(dst, n)
 		if n >= c.maxBatch || (n > 0 && (c.maxWait <= 0 || rerr != nil)) {
 			return nil
+		}
+		if blocked { // a push is being stored: it comes first
+			runtime.Gosched()
+			continue
 		}
 		if rerr != nil { // after the observations it reported before it ended
 			return rerr
@@ -810,9 +842,11 @@ func (c *core) poll(dst *env.Batch) error {
 				deadline = c.pollTimer.C
 			}
 		}
-		c.wakeAt.Store(p0 + want)
+		// A push that finds Poll sleeping and the pushes at wakeAt wakes it; one before it
+		// set sleeping is seen here.
+		c.wakeAt.Store(c.taken + want)
 		c.sleeping.Store(true)
-		if c.pushed.Load() >= p0+want || c.runErr.Load() != nil || c.stopped.Load() {
+		if c.pushed() >= c.taken+want || c.runErr.Load() != nil || c.stopped.Load() {
 			c.sleeping.Store(false)
 			continue
 		}
@@ -829,17 +863,33 @@ func (c *core) poll(dst *env.Batch) error {
 	}
 }
 
-// collect moves the ready stack to the end of the pending list, oldest first.
-func (c *core) collect() {
-	top := c.readyHead.Swap(nil)
-	if top == nil {
-		return
-	}
-	from := len(c.pending)
-	for ep := top; ep != nil; ep = ep.nextReady {
+// collect moves the ready ring and stack to the end of the pending list, oldest first. A
+// slot claimed but not stored yet, and those after it, wait: collect reports it.
+func (c *core) collect() (blocked bool) {
+	h, t := c.head.Load(), c.tail.Load()
+	mask := uint64(len(c.ring) - 1)
+	from := h
+	for ; h < t; h++ {
+		slot := &c.ring[h&mask]
+		ep := slot.Load()
+		if ep == nil {
+			blocked = true
+			break
+		}
+		slot.Store(nil)
 		c.pending = append(c.pending, ep)
 	}
-	slices.Reverse(c.pending[from:])
+	c.head.Store(h)
+	c.taken += int64(h - from)
+	if top := c.readyHead.Swap(nil); top != nil {
+		from := len(c.pending)
+		for ep := top; ep != nil; ep = ep.nextReady {
+			c.pending = append(c.pending, ep)
+			c.taken++
+		}
+		slices.Reverse(c.pending[from:])
+	}
+	return blocked
 }
 
 // drain reports pending events until the batch holds maxBatch observations (n are in

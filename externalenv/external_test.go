@@ -398,3 +398,25 @@ func TestGetActionAllocs(t *testing.T) {
 	t.Logf("%v allocations per episode", n)
 	assert.LessOrEqual(t, n, 20.0)
 }
+
+// TestManyReportsUnpolled: more reports than the ready ring holds pile up while nothing
+// polls (episodes started and ended one after the other); every one is reported.
+func TestManyReportsUnpolled(t *testing.T) {
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 2})
+	const n = 300 // the ring holds 64 with MaxConcurrentEpisodes 2
+	for k := range n {
+		id, err := e.StartEpisode(fmt.Sprintf("e%d", k), true)
+		require.NoError(t, err)
+		require.NoError(t, e.EndEpisode(id, obsOf(float32(k)/1000)))
+	}
+	seen := map[float32]bool{}
+	for len(seen) < n {
+		b := poll(t, e)
+		for _, a := range b.Agents {
+			require.True(t, a.Terminated)
+			require.False(t, seen[a.Obs[0]], "reported twice")
+			seen[a.Obs[0]] = true
+		}
+		require.NoError(t, e.SendActions(nil))
+	}
+}
