@@ -107,7 +107,7 @@ type episodeData struct {
 	// What both the simulator's calls and the sampler touch for every observation comes
 	// first, in as few cache lines as it takes.
 	mu         sync.Mutex
-	queued     bool // on the ready stack or the runner's pending list
+	queued     bool // in the ready ring or stack, or on the runner's pending list
 	training   bool
 	started    bool   // the runner's: its first observation was reported
 	offPending int    // agents whose logged action waits for their next reported observation
@@ -194,9 +194,9 @@ func (sh *shard) each(f func(*episode)) {
 //
 // Nothing is locked for all episodes on the hot path. The simulator's calls find the episode
 // they name without a lock (see find) and lock that episode only; the global lock mu is
-// taken to start and end episodes. Episodes with a report to make are pushed onto a
-// lock-free stack that Poll takes whole; Poll and SendActions lock each episode they touch in
-// turn. A GetAction sleeps on its episode's own channel; SendActions wakes one answered
+// taken to start and end episodes. Episodes with a report to make are pushed into a
+// lock-free ring that Poll reads in order; Poll and SendActions lock each episode they touch
+// in turn. A GetAction sleeps on its episode's own channel; SendActions wakes one answered
 // waiter, which wakes the next ones (see wakeFanOut).
 type core struct {
 	obsSpace, actSpace spaces.Space
