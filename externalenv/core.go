@@ -104,40 +104,44 @@ type episode struct {
 }
 
 type episodeData struct {
-	// What both the simulator's calls and the sampler touch for every observation comes
-	// first, in as few cache lines as it takes.
+	// Grouped by cache line (the episode starts on one): what the simulator's calls and the
+	// sampler touch for every observation comes first, the answer's line after it.
+
+	// Line 0: the lock and the event queue.
 	mu         sync.Mutex
 	queued     bool // in the ready ring or stack, or on the runner's pending list
 	training   bool
-	started    bool   // the runner's: its first observation was reported
-	offPending int    // agents whose logged action waits for their next reported observation
-	head       *event // queued events, not reported yet
+	started    bool        // the runner's: its first observation was reported
+	ended      atomic.Bool // EndEpisode was called (set under mu)
+	slot       int32       // the runner's: sub-environment, -1 until its first observation is reported
+	offPending int32       // agents whose logged action waits for their next reported observation
+	head       *event      // queued events, not reported yet
 	tail       *event
 	inFlight   *event // reported, waiting for SendActions
 	last       *event // reported by an earlier Poll: recycled when the next one is reported
 	free       *event
-	seq        uint64
-	slot       int // the runner's: sub-environment, -1 until its first observation is reported
-	nextReady  *episode
-	agents     []agentState
-	answer     []float32 // the answers, actSize each
-	answered   atomic.Uint64
-	inline     [4]float32 // answer's storage when it fits
 
-	id    string
-	ended atomic.Bool         // EndEpisode was called (set under mu)
-	index map[env.AgentID]int // agents by id, once there are many
+	// Line 1: what a call and Poll look up.
+	id        string
+	seq       uint64
+	nextReady *episode
+	agents    []agentState
+	reply     chan struct{} // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
 
+	// Line 2: the answer and the wake-up.
+	answer   []float32 // the answers, actSize each
+	answered atomic.Uint64
+	inline   [2]float32 // answer's storage when it fits
+	kidState atomic.Uint32
 	waiting  atomic.Bool                         // a GetAction waits (ErrEpisodeBusy)
-	waitSeq  atomic.Uint64                       // the event it waits for
-	expired  atomic.Uint64                       // the last waited-for event the watchdog gave up on
-	reply    chan struct{}                       // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
 	kids     [wakeFanOut]atomic.Pointer[episode] // waiters it wakes once it is woken with its answers
-	kidState atomic.Uint32                       // kids adopted, | kidsTaken once it took them
-	ids      []env.AgentID                       // multi-agent: the agents answered, by reply index
-	actions  map[env.AgentID][]float32           // multi-agent: GetAction's result, reused
-	scratch  []obsRef
 
+	waitSeq atomic.Uint64             // the event it waits for
+	expired atomic.Uint64             // the last waited-for event the watchdog gave up on
+	index   map[env.AgentID]int       // agents by id, once there are many
+	ids     []env.AgentID             // multi-agent: the agents answered, by reply index
+	actions map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
+	scratch []obsRef
 	wdSeq   uint64 // the waited-for event the watchdog saw last
 	wdSince int64  // the watchdog's tick when it saw it first
 }
@@ -937,7 +941,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		if len(c.free) == 0 { // a slot frees up when an end is reported: next Poll
 			return noSlot
 		}
-		ep.slot = c.free[len(c.free)-1]
+		ep.slot = int32(c.free[len(c.free)-1])
 		c.free = c.free[:len(c.free)-1]
 		c.slots[ep.slot] = ep
 	}
@@ -957,7 +961,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	for i := range ev.ents {
 		en := &ev.ents[i]
 		ag := &ep.agents[en.agent]
-		o := env.AgentObs{Env: ep.slot, Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
+		o := env.AgentObs{Env: int(ep.slot), Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
 			Reward: en.reward, Terminated: en.done == terminated, Truncated: en.done == truncated, Info: en.info}
 		if ep.offPending > 0 && ag.offSet {
 			o.OffPolicyAction = ag.off[ag.offCur]
@@ -974,13 +978,13 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	}
 	*n += len(ev.ents)
 	if first || ev.end != notDone {
-		dst.Envs = append(dst.Envs, env.EnvStatus{Env: ep.slot, Reset: first, TrainingDisabled: first && !ep.training,
+		dst.Envs = append(dst.Envs, env.EnvStatus{Env: int(ep.slot), Reset: first, TrainingDisabled: first && !ep.training,
 			Terminated: ev.end == terminated, Truncated: ev.end == truncated})
 	}
 	switch {
 	case ev.end != notDone:
 		c.slots[ep.slot] = nil
-		c.freeLater = append(c.freeLater, ep.slot)
+		c.freeLater = append(c.freeLater, int(ep.slot))
 		sh := c.shard(ep.id)
 		sh.mu.Lock()
 		if sh.get(ep.id) == ep {
