@@ -399,15 +399,27 @@ func (c *core) find(id string) *episode {
 		return nil
 	}
 	p := unsafe.StringData(id)
-	h := &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+	h := c.hint(p)
 	if ep := h.Load(); ep != nil && unsafe.StringData(ep.id) == p && len(ep.id) == len(id) && !ep.ended.Load() {
 		return ep
 	}
 	ep := c.shard(id).get(id)
-	if ep != nil {
-		h.Store(ep)
+	if ep != nil && unsafe.StringData(ep.id) == p {
+		h.Store(ep) // the episode's own string: unhint finds it when the episode is over
 	}
 	return ep
+}
+
+// hint returns the hint table's entry for the id whose bytes are at p.
+func (c *core) hint(p *byte) *atomic.Pointer[episode] {
+	return &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+}
+
+// unhint drops ep's hint, so that the table keeps no episode that is over.
+func (c *core) unhint(ep *episode) {
+	if len(ep.id) > 0 {
+		c.hint(unsafe.StringData(ep.id)).CompareAndSwap(ep, nil)
+	}
 }
 
 // startEpisode registers a new episode (see ExternalEnv.StartEpisode).
@@ -991,6 +1003,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 			sh.set(ep.id, nil)
 		}
 		sh.mu.Unlock()
+		c.unhint(ep)
 	case ev.open > 0:
 		ep.inFlight = ev
 		c.expect += ev.open

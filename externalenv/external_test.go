@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,5 +419,26 @@ func TestManyReportsUnpolled(t *testing.T) {
 			seen[a.Obs[0]] = true
 		}
 		require.NoError(t, e.SendActions(nil))
+	}
+}
+
+// TestIDCopies: an episode is found by a copy of its id as well as by the string
+// StartEpisode returned, before and after its end.
+func TestIDCopies(t *testing.T) {
+	e := newEnv(t, externalenv.Options{})
+	go responder(e, 1)
+	ctx := context.Background()
+	id, err := e.StartEpisode("", true)
+	require.NoError(t, err)
+	for _, s := range []string{id, strings.Clone(id), id, strings.Clone(id)} {
+		_, err := e.GetAction(ctx, s, obsOf(0))
+		require.NoError(t, err)
+		require.NoError(t, e.LogReturns(s, 1, nil))
+	}
+	require.NoError(t, e.EndEpisode(strings.Clone(id), obsOf(0)))
+	for _, s := range []string{id, strings.Clone(id)} {
+		assert.ErrorIs(t, e.LogReturns(s, 1, nil), externalenv.ErrEpisodeDone)
+		_, err := e.GetAction(ctx, s, obsOf(0))
+		assert.ErrorIs(t, err, externalenv.ErrEpisodeDone)
 	}
 }
