@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -45,12 +46,12 @@ const (
 // entry is one agent's observation in an event.
 type entry struct {
 	id     env.AgentID
-	agent  int // index in episode.agents
 	reward float64
 	info   env.Info
+	agent  int32 // index in episode.agents
+	reply  int32 // index of its answer in the episode's answer buffer; -1 when done
+	logged int32 // offset of its own logged action (LogAction) in event.logged; -1 if none
 	done   endKind
-	reply  int // index of its answer in the episode's answer buffer; -1 when done
-	logged int // offset of its own logged action (LogAction) in event.logged; -1 if none
 	open   bool
 }
 
@@ -64,17 +65,19 @@ type event struct {
 }
 
 type eventData struct {
-	one     [1]entry    // ents of a single-agent event
-	inline  [16]float32 // obs of a small event (no line of its own to fetch)
-	seq     uint64
-	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
-	logged  []float32
-	ents    []entry
-	end     endKind // the episode's last report
-	waiter  bool    // a GetAction caller waits for the answers
-	ignored bool    // the GetAction caller gave up: the answers are dropped
-	open    int     // in flight: acting entries not answered yet
+	// In the order Poll reads them: header, the entry of a single-agent event, its
+	// observation (when it is small).
 	next    *event
+	seq     uint64
+	ents    []entry
+	obs     []float32 // entry i's observation at [i*obsSize, (i+1)*obsSize)
+	open    int       // in flight: acting entries not answered yet
+	end     endKind   // the episode's last report
+	waiter  bool      // a GetAction caller waits for the answers
+	ignored bool      // the GetAction caller gave up: the answers are dropped
+	one     [1]entry  // ents of a single-agent event
+	inline  [16]float32
+	logged  []float32
 }
 
 // agentState is one agent of an episode. All fields are guarded by episode.mu; the off*
@@ -101,40 +104,44 @@ type episode struct {
 }
 
 type episodeData struct {
-	// What both the simulator's calls and the sampler touch for every observation comes
-	// first, in as few cache lines as it takes.
+	// Grouped by cache line (the episode starts on one): what the simulator's calls and the
+	// sampler touch for every observation comes first, the answer's line after it.
+
+	// Line 0: the lock and the event queue.
 	mu         sync.Mutex
-	queued     bool // on the ready stack or the runner's pending list
+	queued     bool // in the ready ring or stack, or on the runner's pending list
 	training   bool
-	started    bool   // the runner's: its first observation was reported
-	offPending int    // agents whose logged action waits for their next reported observation
-	head       *event // queued events, not reported yet
+	started    bool        // the runner's: its first observation was reported
+	ended      atomic.Bool // EndEpisode was called (set under mu)
+	slot       int32       // the runner's: sub-environment, -1 until its first observation is reported
+	offPending int32       // agents whose logged action waits for their next reported observation
+	head       *event      // queued events, not reported yet
 	tail       *event
 	inFlight   *event // reported, waiting for SendActions
 	last       *event // reported by an earlier Poll: recycled when the next one is reported
 	free       *event
-	seq        uint64
-	slot       int // the runner's: sub-environment, -1 until its first observation is reported
-	nextReady  *episode
-	agents     []agentState
-	answer     []float32 // the answers, actSize each
-	answered   atomic.Uint64
-	inline     [4]float32 // answer's storage when it fits
 
-	id    string
-	ended atomic.Bool         // EndEpisode was called (set under mu)
-	index map[env.AgentID]int // agents by id, once there are many
+	// Line 1: what a call and Poll look up.
+	id        string
+	seq       uint64
+	nextReady *episode
+	agents    []agentState
+	reply     chan struct{} // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
 
+	// Line 2: the answer and the wake-up.
+	answer   []float32 // the answers, actSize each
+	answered atomic.Uint64
+	inline   [2]float32 // answer's storage when it fits
+	kidState atomic.Uint32
 	waiting  atomic.Bool                         // a GetAction waits (ErrEpisodeBusy)
-	waitSeq  atomic.Uint64                       // the event it waits for
-	expired  atomic.Uint64                       // the last waited-for event the watchdog gave up on
-	reply    chan struct{}                       // capacity 1: wakes the waiting GetAction (answers, Stop, timeout)
 	kids     [wakeFanOut]atomic.Pointer[episode] // waiters it wakes once it is woken with its answers
-	kidState atomic.Uint32                       // kids adopted, | kidsTaken once it took them
-	ids      []env.AgentID                       // multi-agent: the agents answered, by reply index
-	actions  map[env.AgentID][]float32           // multi-agent: GetAction's result, reused
-	scratch  []obsRef
 
+	waitSeq atomic.Uint64             // the event it waits for
+	expired atomic.Uint64             // the last waited-for event the watchdog gave up on
+	index   map[env.AgentID]int       // agents by id, once there are many
+	ids     []env.AgentID             // multi-agent: the agents answered, by reply index
+	actions map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
+	scratch []obsRef
 	wdSeq   uint64 // the waited-for event the watchdog saw last
 	wdSince int64  // the watchdog's tick when it saw it first
 }
@@ -189,10 +196,12 @@ func (sh *shard) each(f func(*episode)) {
 // core is the machinery ExternalEnv and ExternalMultiAgentEnv share: episodes, their
 // queued observations, the ready stack, sub-environment slots, the run loop and Stop.
 //
-// The simulator's calls lock the episode they name (and an index shard to find it); the
-// global lock mu is taken only to start and end episodes. Episodes with a report to make
-// are pushed onto a lock-free stack that Poll takes whole, and Poll and SendActions lock each
-// episode they touch in turn: nothing is held across episodes.
+// Nothing is locked for all episodes on the hot path. The simulator's calls find the episode
+// they name without a lock (see find) and lock that episode only; the global lock mu is
+// taken to start and end episodes. Episodes with a report to make are pushed into a
+// lock-free ring that Poll reads in order; Poll and SendActions lock each episode they touch
+// in turn. A GetAction sleeps on its episode's own channel; SendActions wakes one answered
+// waiter, which wakes the next ones (see wakeFanOut).
 type core struct {
 	obsSpace, actSpace spaces.Space
 	obsSize, actSize   int
@@ -214,12 +223,18 @@ type core struct {
 	started  bool
 	cancel   context.CancelFunc
 
+	// Episodes with a report to make: a ring that Poll reads in order (no pointer to chase
+	// from one episode to the next), and a stack for what does not fit.
 	_         [64]byte
-	readyHead atomic.Pointer[episode] // episodes with a report to make, newest first
-	pushed    atomic.Int64            // pushes so far
-	_         [48]byte
-	sleeping  atomic.Bool  // Poll waits on wake
-	wakeAt    atomic.Int64 // ... until pushed reaches wakeAt
+	tail      atomic.Uint64 // ring slots claimed so far
+	_         [56]byte
+	head      atomic.Uint64 // ring slots Poll took so far
+	overflow  atomic.Int64  // pushes onto readyHead so far
+	readyHead atomic.Pointer[episode]
+	_         [40]byte
+	ring      []atomic.Pointer[episode] // a power of two
+	sleeping  atomic.Bool               // Poll waits on wake
+	wakeAt    atomic.Int64              // ... until pushed reaches wakeAt
 	_         [48]byte
 
 	wake      chan struct{} // capacity 1
@@ -237,6 +252,7 @@ type core struct {
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
+	taken     int64      // pushes collected so far
 	woken     []*episode // waiters answered by this SendActions, a tree (see wakeFanOut)
 	pollTimer *time.Timer
 }
@@ -292,7 +308,12 @@ func newCore(o coreOptions) (*core, error) {
 		n *= 2
 	}
 	c.shards = make([]shard, n)
-	c.hints = make([]atomic.Pointer[episode], 4*n*episodesPerShard)
+	c.hints = make([]atomic.Pointer[episode], min(4*n*episodesPerShard, 1<<16))
+	r := 64
+	for r < 2*o.maxEpisodes {
+		r *= 2
+	}
+	c.ring = make([]atomic.Pointer[episode], r)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -378,15 +399,27 @@ func (c *core) find(id string) *episode {
 		return nil
 	}
 	p := unsafe.StringData(id)
-	h := &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+	h := c.hint(p)
 	if ep := h.Load(); ep != nil && unsafe.StringData(ep.id) == p && len(ep.id) == len(id) && !ep.ended.Load() {
 		return ep
 	}
 	ep := c.shard(id).get(id)
-	if ep != nil {
-		h.Store(ep)
+	if ep != nil && unsafe.StringData(ep.id) == p {
+		h.Store(ep) // the episode's own string: unhint finds it when the episode is over
 	}
 	return ep
+}
+
+// hint returns the hint table's entry for the id whose bytes are at p.
+func (c *core) hint(p *byte) *atomic.Pointer[episode] {
+	return &c.hints[(uintptr(unsafe.Pointer(p))>>4)&uintptr(len(c.hints)-1)]
+}
+
+// unhint drops ep's hint, so that the table keeps no episode that is over.
+func (c *core) unhint(ep *episode) {
+	if len(ep.id) > 0 {
+		c.hint(unsafe.StringData(ep.id)).CompareAndSwap(ep, nil)
+	}
 }
 
 // startEpisode registers a new episode (see ExternalEnv.StartEpisode).
@@ -552,16 +585,16 @@ func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done en
 		ag.last = appendLines(ag.last[:0], obs)
 	}
 	ag.seen = true
-	en := entry{id: ag.id, agent: i, reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
+	en := entry{id: ag.id, agent: int32(i), reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
 	ag.reward, ag.info = 0, nil
 	if done != notDone {
 		ag.gone = true
 	} else {
-		en.reply = ev.open
+		en.reply = int32(ev.open)
 		en.open = true
 		ev.open++
 		if logged != nil {
-			en.logged = len(ev.logged)
+			en.logged = int32(len(ev.logged))
 			ev.logged = appendLines(ev.logged, logged)
 		}
 	}
@@ -585,20 +618,36 @@ func (c *core) queue(ep *episode, ev *event) bool {
 	return true
 }
 
-// push puts ep onto the ready stack and wakes Poll when it waits for this push.
+// push puts ep into the ready ring (or onto the ready stack when the ring is full) and wakes
+// Poll when it waits for this push.
 func (c *core) push(ep *episode) {
+	var p int64
 	for {
-		old := c.readyHead.Load()
-		ep.nextReady = old
-		if c.readyHead.CompareAndSwap(old, ep) {
+		t := c.tail.Load()
+		if t-c.head.Load() >= uint64(len(c.ring)) {
+			for {
+				old := c.readyHead.Load()
+				ep.nextReady = old
+				if c.readyHead.CompareAndSwap(old, ep) {
+					break
+				}
+			}
+			p = int64(c.tail.Load()) + c.overflow.Add(1)
+			break
+		}
+		if c.tail.CompareAndSwap(t, t+1) {
+			c.ring[t&uint64(len(c.ring)-1)].Store(ep)
+			p = int64(t+1) + c.overflow.Load()
 			break
 		}
 	}
-	p := c.pushed.Add(1)
 	if c.sleeping.Load() && p >= c.wakeAt.Load() && c.sleeping.CompareAndSwap(true, false) {
 		c.signal()
 	}
 }
+
+// pushed returns the number of pushes so far (some may not be stored yet).
+func (c *core) pushed() int64 { return int64(c.tail.Load()) + c.overflow.Load() }
 
 // wait blocks until the answers to event seq of ep are in, or gives up (see GetAction). The
 // caller set ep.waiting; wait clears it when it gives up, the caller once it has taken the
@@ -782,13 +831,16 @@ func (c *core) poll(dst *env.Batch) error {
 		if c.stopped.Load() {
 			return ErrStopped
 		}
-		// Load runErr first: what the run loop pushed before it ended is on the stack then.
+		// Load runErr first: what the run loop pushed before it ended is in the ring then.
 		rerr := c.runErr.Load()
-		p0 := c.pushed.Load()
-		c.collect()
+		blocked := c.collect()
 		n = c.drain(dst, n)
 		if n >= c.maxBatch || (n > 0 && (c.maxWait <= 0 || rerr != nil)) {
 			return nil
+		}
+		if blocked { // a push is being stored: it comes first
+			runtime.Gosched()
+			continue
 		}
 		if rerr != nil { // after the observations it reported before it ended
 			return rerr
@@ -806,9 +858,11 @@ func (c *core) poll(dst *env.Batch) error {
 				deadline = c.pollTimer.C
 			}
 		}
-		c.wakeAt.Store(p0 + want)
+		// A push that finds Poll sleeping and the pushes at wakeAt wakes it; one before it
+		// set sleeping is seen here.
+		c.wakeAt.Store(c.taken + want)
 		c.sleeping.Store(true)
-		if c.pushed.Load() >= p0+want || c.runErr.Load() != nil || c.stopped.Load() {
+		if c.pushed() >= c.taken+want || c.runErr.Load() != nil || c.stopped.Load() {
 			c.sleeping.Store(false)
 			continue
 		}
@@ -825,17 +879,33 @@ func (c *core) poll(dst *env.Batch) error {
 	}
 }
 
-// collect moves the ready stack to the end of the pending list, oldest first.
-func (c *core) collect() {
-	top := c.readyHead.Swap(nil)
-	if top == nil {
-		return
-	}
-	from := len(c.pending)
-	for ep := top; ep != nil; ep = ep.nextReady {
+// collect moves the ready ring and stack to the end of the pending list, oldest first. A
+// slot claimed but not stored yet, and those after it, wait: collect reports it.
+func (c *core) collect() (blocked bool) {
+	h, t := c.head.Load(), c.tail.Load()
+	mask := uint64(len(c.ring) - 1)
+	from := h
+	for ; h < t; h++ {
+		slot := &c.ring[h&mask]
+		ep := slot.Load()
+		if ep == nil {
+			blocked = true
+			break
+		}
+		slot.Store(nil)
 		c.pending = append(c.pending, ep)
 	}
-	slices.Reverse(c.pending[from:])
+	c.head.Store(h)
+	c.taken += int64(h - from)
+	if top := c.readyHead.Swap(nil); top != nil {
+		from := len(c.pending)
+		for ep := top; ep != nil; ep = ep.nextReady {
+			c.pending = append(c.pending, ep)
+			c.taken++
+		}
+		slices.Reverse(c.pending[from:])
+	}
+	return blocked
 }
 
 // drain reports pending events until the batch holds maxBatch observations (n are in
@@ -883,7 +953,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		if len(c.free) == 0 { // a slot frees up when an end is reported: next Poll
 			return noSlot
 		}
-		ep.slot = c.free[len(c.free)-1]
+		ep.slot = int32(c.free[len(c.free)-1])
 		c.free = c.free[:len(c.free)-1]
 		c.slots[ep.slot] = ep
 	}
@@ -903,7 +973,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	for i := range ev.ents {
 		en := &ev.ents[i]
 		ag := &ep.agents[en.agent]
-		o := env.AgentObs{Env: ep.slot, Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
+		o := env.AgentObs{Env: int(ep.slot), Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
 			Reward: en.reward, Terminated: en.done == terminated, Truncated: en.done == truncated, Info: en.info}
 		if ep.offPending > 0 && ag.offSet {
 			o.OffPolicyAction = ag.off[ag.offCur]
@@ -912,7 +982,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		}
 		if en.logged >= 0 {
 			ag.offCur ^= 1
-			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:en.logged+as])
+			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:int(en.logged)+as])
 			ag.offSet = true
 			ep.offPending++
 		}
@@ -920,19 +990,20 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	}
 	*n += len(ev.ents)
 	if first || ev.end != notDone {
-		dst.Envs = append(dst.Envs, env.EnvStatus{Env: ep.slot, Reset: first, TrainingDisabled: first && !ep.training,
+		dst.Envs = append(dst.Envs, env.EnvStatus{Env: int(ep.slot), Reset: first, TrainingDisabled: first && !ep.training,
 			Terminated: ev.end == terminated, Truncated: ev.end == truncated})
 	}
 	switch {
 	case ev.end != notDone:
 		c.slots[ep.slot] = nil
-		c.freeLater = append(c.freeLater, ep.slot)
+		c.freeLater = append(c.freeLater, int(ep.slot))
 		sh := c.shard(ep.id)
 		sh.mu.Lock()
 		if sh.get(ep.id) == ep {
 			sh.set(ep.id, nil)
 		}
 		sh.mu.Unlock()
+		c.unhint(ep)
 	case ev.open > 0:
 		ep.inFlight = ev
 		c.expect += ev.open
@@ -1014,7 +1085,7 @@ func (c *core) answer(a *env.Action) error {
 	ev.open--
 	c.expect--
 	if ev.waiter && !ev.ignored {
-		copy(ep.answer[en.reply*c.actSize:(en.reply+1)*c.actSize], a.Action)
+		copy(ep.answer[int(en.reply)*c.actSize:int(en.reply+1)*c.actSize], a.Action)
 	}
 	if ev.open > 0 {
 		ep.mu.Unlock()

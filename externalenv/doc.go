@@ -19,6 +19,11 @@
 //	})
 //	r, _ := envrunner.New(envrunner.Config{Env: e, NumEnvs: e.NumEnvs(), ...})
 //
+// ExternalMultiAgentEnv (NewMultiAgent) is the same with maps keyed by agent id (see
+// Multi-agent episodes below). With many simulator goroutines, set MaxWait (dynamic
+// batching, e.g. 100µs) and a MaxBatch of a fraction of them: Poll then waits for a batch
+// worth one inference while the others step, instead of answering a few at a time.
+//
 // # What Poll reports
 //
 // Each running episode occupies a sub-environment 0..MaxConcurrentEpisodes-1 from its first
@@ -39,14 +44,27 @@
 // ErrEpisodeExists and ErrEpisodeDone (the last 10000 completed ids are remembered);
 // StartEpisode beyond MaxConcurrentEpisodes fails with ErrTooManyEpisodes. Observations and
 // actions outside their spaces are refused (ErrBadObservation, ErrBadAction) before anything
-// is recorded. GetAction gives up with the context's error or ErrTimeout; if its observation
-// was not polled yet it is taken back (its reward stays with the episode). When the run loop
+// is recorded. GetAction gives up with the context's error or ErrTimeout (a watchdog looks
+// at the waiting calls every tenth of Timeout, at least every millisecond and at most every
+// second, so a call gives up one to two such ticks after Timeout); if its observation was
+// not polled yet it is taken back (its reward stays with the episode). When the run loop
 // returns or panics, Poll returns a *RunLoopError once the observations reported before
-// have been polled; Stop makes every blocked and later call
-// return ErrStopped. Observations are copied when they are reported; the Obs slices Poll
-// reports stay valid until the next Poll. GetAction returns the episode's own answer buffer
-// (a map and slices for ExternalMultiAgentEnv): it stays valid until the episode's next
-// GetAction, which reuses it, so that GetAction allocates nothing in steady state.
+// have been polled; Stop makes every blocked and later call return ErrStopped.
+// Observations are copied when they are reported; the Obs slices Poll reports stay valid
+// until the next Poll. GetAction returns the episode's own answer buffer (a map and slices
+// for ExternalMultiAgentEnv): it stays valid until the episode's next GetAction, which
+// reuses it, so that GetAction allocates nothing in steady state.
+//
+// # Performance
+//
+// The hot path takes no lock shared by all episodes: each call locks its own episode only,
+// finds it without a lock (the id string StartEpisode returned, passed back, is found by its
+// address), and waiting calls sleep on their episode's own channel. A GetAction with the run
+// loop's context (or a context.WithValue of it) does not watch that context's Done channel,
+// which all simulator goroutines share: they are woken when it is done. SendActions wakes
+// one answered GetAction, which wakes two more before it returns, and so on, so the wake-ups
+// spread over the simulator's goroutines. BenchmarkExternalEnv in package benchmarks runs
+// 1024 simulator goroutines against an envrunner.Runner.
 //
 // # Truncation
 //
@@ -64,9 +82,11 @@
 // agent until that agent's next observation; a logged action is reported as the agent's
 // OffPolicyAction with its next observation. LogReturns' dones mark agents done: the
 // agent's next observation is its last (Terminated, no action); an agent marked done that
-// does not appear in the episode's next call ends there with its last observation repeated.
+// does not appear in the episode's next call (GetAction, LogAction or EndEpisode) ends there
+// with its last observation repeated. LogReturns' info maps agent ids to their infos.
 // EndEpisode ends every agent that took part and has not ended, those missing from its
 // observations with their last observation repeated, and the episode (EnvStatus.Terminated
-// or, with EndEpisodeTruncated, Truncated). Observations of an agent that has ended, and an
-// empty map or agent id, are ErrBadObservation.
+// or, with EndEpisodeTruncated, Truncated, agents marked done staying Terminated).
+// Observations of an agent that has ended, and an empty map or agent id, are
+// ErrBadObservation; rewards and infos of an agent that has ended are dropped.
 package externalenv

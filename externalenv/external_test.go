@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -397,4 +398,47 @@ func TestGetActionAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(100, episode)
 	t.Logf("%v allocations per episode", n)
 	assert.LessOrEqual(t, n, 20.0)
+}
+
+// TestManyReportsUnpolled: more reports than the ready ring holds pile up while nothing
+// polls (episodes started and ended one after the other); every one is reported.
+func TestManyReportsUnpolled(t *testing.T) {
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 2})
+	const n = 300 // the ring holds 64 with MaxConcurrentEpisodes 2
+	for k := range n {
+		id, err := e.StartEpisode(fmt.Sprintf("e%d", k), true)
+		require.NoError(t, err)
+		require.NoError(t, e.EndEpisode(id, obsOf(float32(k)/1000)))
+	}
+	seen := map[float32]bool{}
+	for len(seen) < n {
+		b := poll(t, e)
+		for _, a := range b.Agents {
+			require.True(t, a.Terminated)
+			require.False(t, seen[a.Obs[0]], "reported twice")
+			seen[a.Obs[0]] = true
+		}
+		require.NoError(t, e.SendActions(nil))
+	}
+}
+
+// TestIDCopies: an episode is found by a copy of its id as well as by the string
+// StartEpisode returned, before and after its end.
+func TestIDCopies(t *testing.T) {
+	e := newEnv(t, externalenv.Options{})
+	go responder(e, 1)
+	ctx := context.Background()
+	id, err := e.StartEpisode("", true)
+	require.NoError(t, err)
+	for _, s := range []string{id, strings.Clone(id), id, strings.Clone(id)} {
+		_, err := e.GetAction(ctx, s, obsOf(0))
+		require.NoError(t, err)
+		require.NoError(t, e.LogReturns(s, 1, nil))
+	}
+	require.NoError(t, e.EndEpisode(strings.Clone(id), obsOf(0)))
+	for _, s := range []string{id, strings.Clone(id)} {
+		assert.ErrorIs(t, e.LogReturns(s, 1, nil), externalenv.ErrEpisodeDone)
+		_, err := e.GetAction(ctx, s, obsOf(0))
+		assert.ErrorIs(t, err, externalenv.ErrEpisodeDone)
+	}
 }

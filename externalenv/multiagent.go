@@ -19,8 +19,9 @@ type MultiAgentOptions struct {
 	// MaxConcurrentEpisodes bounds the episodes running at once and is the number of
 	// sub-environments of the BaseEnv. 0 means 100.
 	MaxConcurrentEpisodes int
-	// Timeout is how long GetAction waits for the sampler before ErrTimeout. 0 means 60s;
-	// negative means no timeout (the context still applies).
+	// Timeout is how long GetAction waits for the sampler before ErrTimeout (checked every
+	// tenth of it: see the package documentation). 0 means 60s; negative means no timeout
+	// (the context still applies).
 	Timeout time.Duration
 	// MaxBatch is the most agent observations one Poll reports (the observations of one call
 	// are never split, so a call with more agents goes alone). 0 means 1024.
