@@ -130,10 +130,12 @@ func (r *Runner) inferRows(p *policy) {
 			panic(err) // m is within the capacity and the session is open
 		}
 		in := p.obsT.Float32()
-		bulk := p.copies && r.inColumns(rows, w)
-		if bulk {
-			k := r.rowIndex(rows[0].obs, w)
-			copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
+		bulk := false
+		if p.copies {
+			if k := r.columnRows(rows, w); k >= 0 {
+				copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
+				bulk = true
+			}
 		}
 		for j, ro := range rows {
 			a := ro.rec

@@ -59,23 +59,23 @@ func (r *Runner) addColumn(e env.EnvID) {
 	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil)
 }
 
-// inColumns reports whether the rows' observations are consecutive rows of the columns, in
-// order: the model's input rows are then one copy of them.
-func (r *Runner) inColumns(rows []row, w int) bool {
+// columnRows returns k when the rows' observations are rows k, k+1, ... of the columns, in
+// order (the model's input rows are then one copy of them), or -1.
+func (r *Runner) columnRows(rows []row, w int) int {
 	if r.ce == nil || len(rows) == 0 {
-		return false
+		return -1
 	}
 	obs := r.cols.Obs
 	k := r.rowIndex(rows[0].obs, w)
 	if k < 0 || (k+len(rows))*w > len(obs) {
-		return false
+		return -1
 	}
 	for j := range rows {
 		if &rows[j].obs[0] != &obs[(k+j)*w] {
-			return false
+			return -1
 		}
 	}
-	return true
+	return k
 }
 
 // rowIndex returns the row of the columns that obs is, or -1.
