@@ -5,9 +5,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/internal/jsonappend"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -45,7 +45,7 @@ func AppendJSON(dst []byte, m *envrunner.MultiAgentBatch) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, id)
+		dst = jsonappend.String(dst, id)
 		dst = append(dst, ':')
 		dst = AppendSampleBatchJSON(dst, m.PolicyBatches[id], false)
 	}
@@ -190,7 +190,7 @@ func appendRows(dst []byte, key string, col []float32, n, w int) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendFloat(dst, v)
+			dst = jsonappend.Float32(dst, v)
 		}
 		dst = append(dst, ']')
 	}
@@ -244,7 +244,7 @@ func appendIntValue(dst []byte, v float32) []byte {
 	if f := float64(v); f == math.Trunc(f) && math.Abs(f) <= maxExactInt {
 		return strconv.AppendInt(dst, int64(f), 10)
 	}
-	return appendFloat(dst, v)
+	return jsonappend.Float32(dst, v)
 }
 
 func appendFloats(dst []byte, key string, col []float32) []byte {
@@ -254,7 +254,7 @@ func appendFloats(dst []byte, key string, col []float32) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendFloat(dst, v)
+		dst = jsonappend.Float32(dst, v)
 	}
 	return append(dst, ']')
 }
@@ -287,80 +287,5 @@ func appendInt32s(dst []byte, key string, col []int32) []byte {
 	return append(dst, ']')
 }
 
-// smallInt bounds the integers that appendFloat writes with strconv.AppendInt: the shortest
-// 'g' form of a float32 switches to an exponent at 1e6, below it the two write the same digits.
-const smallInt = 1e6
-
-// appendFloat writes v as the shortest decimal that reads back as the same float32
-// (strconv's 'g' format), with NaN, Infinity and -Infinity for the values JSON has no number
-// for (Python's json module reads them).
-func appendFloat(dst []byte, v float32) []byte {
-	switch {
-	case v != v:
-		return append(dst, "NaN"...)
-	case v > math.MaxFloat32:
-		return append(dst, "Infinity"...)
-	case v < -math.MaxFloat32:
-		return append(dst, "-Infinity"...)
-	}
-	// Small integers (rewards of 1, one-hot and grid observations) are common, and AppendInt
-	// writes them several times faster than the float formatter, with the same bytes. Negative
-	// zero keeps its sign through AppendFloat ("-0").
-	if v > -smallInt && v < smallInt {
-		if i := int32(v); float32(i) == v && (i != 0 || !math.Signbit(float64(v))) {
-			return strconv.AppendInt(dst, int64(i), 10)
-		}
-	}
-	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string. Control characters, quotes and backslashes are
-// escaped, and so are U+2028 and U+2029; bytes that are not valid UTF-8 become \ufffd, so the
-// result is valid JSON for any s.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// smallInt: see jsonappend.SmallInt (the decoder's integer check uses it too).
+const smallInt = jsonappend.SmallInt

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/internal/jsonappend"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -162,7 +163,7 @@ func TestAppendJSONPanicsOnBadLayout(t *testing.T) {
 // The fast path for small integers writes the same bytes as the float formatter.
 func TestAppendFloatMatchesStrconv(t *testing.T) {
 	check := func(v float32) {
-		got := string(appendFloat(nil, v))
+		got := string(jsonappend.Float32(nil, v))
 		want := strconv.FormatFloat(float64(v), 'g', -1, 32)
 		if v != v || math.IsInf(float64(v), 0) {
 			return

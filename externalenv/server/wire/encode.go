@@ -3,24 +3,14 @@ package wire
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/onnxrl/sampler/internal/jsonappend"
 	"github.com/onnxrl/sampler/spaces"
 )
 
 // AppendFloat32 appends v in its shortest form that reads back to the same float32; NaN and
 // infinities as NaN, Infinity and -Infinity (which Python's json module reads).
-func AppendFloat32(dst []byte, v float32) []byte {
-	switch {
-	case v != v:
-		return append(dst, "NaN"...)
-	case math.IsInf(float64(v), 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(float64(v), -1):
-		return append(dst, "-Infinity"...)
-	}
-	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
-}
+func AppendFloat32(dst []byte, v float32) []byte { return jsonappend.Float32(dst, v) }
 
 // AppendFloat64 appends v as AppendFloat32 does, in float64 precision.
 func AppendFloat64(dst []byte, v float64) []byte {
@@ -126,55 +116,5 @@ func appendBox(dst []byte, shape []int, raw []float32) []byte {
 	return append(dst, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // AppendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are valid JSON but break JavaScript; escape them as
-		// encoding/json does.
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func AppendString(dst []byte, s string) []byte { return jsonappend.String(dst, s) }

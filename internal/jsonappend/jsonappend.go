@@ -1,0 +1,88 @@
+// Package jsonappend writes JSON numbers and strings into byte slices without allocating:
+// the one implementation shared by the sample files (envrunner/output) and the policy
+// server's wire format.
+package jsonappend
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// SmallInt bounds the integers that Float32 writes with strconv.AppendInt: the shortest
+// 'g' form of a float32 switches to an exponent at 1e6, below it the two write the same digits.
+const SmallInt = 1e6
+
+// Float32 writes v as the shortest decimal that reads back as the same float32
+// (strconv's 'g' format), with NaN, Infinity and -Infinity for the values JSON has no number
+// for (Python's json module reads them).
+func Float32(dst []byte, v float32) []byte {
+	switch {
+	case v != v:
+		return append(dst, "NaN"...)
+	case v > math.MaxFloat32:
+		return append(dst, "Infinity"...)
+	case v < -math.MaxFloat32:
+		return append(dst, "-Infinity"...)
+	}
+	// Small integers (rewards of 1, one-hot and grid observations) are common, and AppendInt
+	// writes them several times faster than the float formatter, with the same bytes. Negative
+	// zero keeps its sign through AppendFloat ("-0").
+	if v > -SmallInt && v < SmallInt {
+		if i := int32(v); float32(i) == v && (i != 0 || !math.Signbit(float64(v))) {
+			return strconv.AppendInt(dst, int64(i), 10)
+		}
+	}
+	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// String writes s as a JSON string. Control characters, quotes and backslashes are
+// escaped, and so are U+2028 and U+2029; bytes that are not valid UTF-8 become \ufffd, so the
+// result is valid JSON for any s.
+func String(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
