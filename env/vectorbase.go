@@ -19,11 +19,14 @@ type vectorBaseEnv struct {
 	restarter  Restarter // nil when v cannot restart sub-environments
 	opts       BaseEnvOptions
 
-	tbl        table
+	tbl        table // sets[i].state is written through setState only; await is unused
+	nAwait     int   // sub-environments in stAwaiting
 	restarts   []int
 	instResets []int
 	wasReset   []bool
 	ready      []int
+	readyAll   bool // every sub-environment was stepped: all of them are on the ready list
+	all        []int
 	polled     []int
 	faults     []EnvStatus
 	errs       []error
@@ -56,14 +59,27 @@ func NewVectorBaseEnv(v VectorEnv, opts BaseEnvOptions) (BaseEnv, error) {
 	opts.NumEnvs = n
 	b := &vectorBaseEnv{v: v, n: n, actSpace: v.ActionSpace(), opts: opts, tbl: newTable(n),
 		restarts: newSlice[int](n), instResets: newSlice[int](n), wasReset: newSlice[bool](n),
-		res: newSlice[StepResult](n)}
+		res: newSlice[StepResult](n), all: newSlice[int](n)}
 	b.obsN, b.actN = v.ObservationSpace().Size(), b.actSpace.Size()
 	b.obs, b.act = newSlice[float32](n*b.obsN), newSlice[float32](n*b.actN)
 	b.restarter, _ = v.(Restarter)
 	for i := range n {
 		b.tbl.sets[i].exp = []expect{{id: DefaultAgentID, space: b.actSpace}}
+		b.all[i] = i
 	}
 	return b, nil
+}
+
+// setState moves sub-environment i to state s, keeping count of those that await actions.
+func (b *vectorBaseEnv) setState(i int, s slotState) {
+	p := &b.tbl.sets[i].state
+	if *p == stAwaiting {
+		b.nAwait--
+	}
+	if s == stAwaiting {
+		b.nAwait++
+	}
+	*p = s
 }
 
 func (b *vectorBaseEnv) row(i int) []float32 { return b.obs[i*b.obsN : (i+1)*b.obsN] }
@@ -84,7 +100,7 @@ func (b *vectorBaseEnv) fail(i int, op string, err error) error {
 	if !ok || se.Env != i {
 		se = &SubEnvError{Env: i, Op: op, Err: err}
 	}
-	b.tbl.sets[i].state = stFailed
+	b.setState(i, stFailed)
 	if !b.opts.RestartFailedSubEnvironments || b.restarter == nil {
 		return se
 	}
@@ -108,16 +124,16 @@ func (b *vectorBaseEnv) resetOne(i int, seed Seed) error {
 	b.instResets[i]++
 	b.res[i] = StepResult{Info: info}
 	b.wasReset[i] = true
-	b.tbl.sets[i].state = stReady
+	b.setState(i, stReady)
 	return nil
 }
 
 // mark moves sub-environment i, whose result is being reported, to ended or awaiting.
 func (b *vectorBaseEnv) mark(i int) {
 	if r := &b.res[i]; r.Terminated || r.Truncated {
-		b.tbl.sets[i].state = stEnded
+		b.setState(i, stEnded)
 	} else {
-		b.tbl.setAwaiting(i)
+		b.setState(i, stAwaiting)
 	}
 }
 
@@ -163,6 +179,27 @@ func (b *vectorBaseEnv) PollColumns(dst *Batch) ([]int, error) {
 	clear(b.faults)
 	b.faults = b.faults[:0]
 	b.polled = b.polled[:0]
+	if b.readyAll {
+		// After a step every sub-environment is ready, unless one failed.
+		b.readyAll = false
+		sets, res := b.tbl.sets[:b.n], b.res[:b.n]
+		allReady := true
+		for i := range sets {
+			allReady = allReady && sets[i].state == stReady
+		}
+		if allReady {
+			for i := range sets {
+				if r := &res[i]; r.Terminated || r.Truncated {
+					sets[i].state = stEnded
+				} else {
+					sets[i].state = stAwaiting
+					b.nAwait++
+				}
+			}
+			return b.all, takeErrs(&b.errs)
+		}
+		b.ready = append(b.ready, b.all...)
+	}
 	for _, i := range b.ready {
 		if b.tbl.sets[i].state == stReady {
 			b.mark(i)
@@ -177,25 +214,43 @@ func (b *vectorBaseEnv) SendActions(actions []Action) error {
 	if b.stopped {
 		return ErrStopped
 	}
-	if err := b.tbl.match(actions); err != nil {
+	err := b.tbl.match1(actions)
+	if err == nil {
+		err = b.checkAwaiting()
+	}
+	if err == nil {
+		for i := range b.n {
+			if !b.tbl.sets[i].exp[0].got {
+				err = fmt.Errorf("%w: no action for agent %q of sub-environment %d", ErrBadActions, DefaultAgentID, i)
+				break
+			}
+		}
+	}
+	if err != nil {
+		b.clearGot()
 		return err
 	}
-	if err := b.checkAwaiting(); err != nil {
-		b.tbl.clearGot()
-		return err
+	for i := range b.n {
+		e := &b.tbl.sets[i].exp[0]
+		copy(b.act[i*b.actN:(i+1)*b.actN], e.action)
+		e.got, e.action = false, nil
 	}
-	for _, i := range b.tbl.await {
-		set := &b.tbl.sets[i]
-		set.listed = false
-		copy(b.act[i*b.actN:(i+1)*b.actN], set.exp[0].action)
-		set.exp[0].got, set.exp[0].action = false, nil
-	}
-	b.tbl.await = b.tbl.await[:0]
 	return b.step()
+}
+
+// clearGot forgets the actions that a refused SendActions recorded.
+func (b *vectorBaseEnv) clearGot() {
+	for i := range b.n {
+		e := &b.tbl.sets[i].exp[0]
+		e.got, e.action = false, nil
+	}
 }
 
 // checkAwaiting returns an error unless every sub-environment waits for its action.
 func (b *vectorBaseEnv) checkAwaiting() error {
+	if b.nAwait == b.n {
+		return nil
+	}
 	for i := range b.n {
 		switch b.tbl.sets[i].state {
 		case stAwaiting:
@@ -216,10 +271,6 @@ func (b *vectorBaseEnv) StepColumns() error {
 	if err := b.checkAwaiting(); err != nil {
 		return err
 	}
-	for _, i := range b.tbl.await {
-		b.tbl.sets[i].listed = false
-	}
-	b.tbl.await = b.tbl.await[:0]
 	return b.step()
 }
 
@@ -234,23 +285,24 @@ func (b *vectorBaseEnv) step() error {
 			// The VectorEnv refused the call and stepped nothing (its contract): the
 			// sub-environments still wait for actions.
 			for i := range b.n {
-				b.tbl.setAwaiting(i)
+				b.setState(i, stAwaiting)
 			}
 			return fmt.Errorf("env: VectorEnv.Step: %w", err)
 		}
 		if len(b.subErrs) == 0 {
 			for i := range b.n {
-				b.tbl.sets[i].state = stFailed
+				b.setState(i, stFailed)
 			}
 			return fmt.Errorf("env: VectorEnv.Step: %w", err)
 		}
 	}
-	sets, wasReset := b.tbl.sets[:b.n], b.wasReset[:b.n]
+	sets := b.tbl.sets[:b.n]
 	for i := range sets {
 		sets[i].state = stReady
-		wasReset[i] = false
-		b.ready = append(b.ready, i)
 	}
+	b.nAwait = 0
+	clear(b.wasReset)
+	b.readyAll = true
 	for _, se := range b.subErrs {
 		if se.Env < 0 || se.Env >= b.n {
 			continue

@@ -31,6 +31,7 @@ type vectorEnv struct {
 	obsN, actN int
 	// running[i]: sub-environment i is inside an episode and may step.
 	running []bool
+	disc    *spaces.Discrete // act when it is Discrete (checked without an interface call)
 }
 
 // NewVectorEnv returns a VectorEnv of n sub-environments made by make(0) ... make(n-1), stepped
@@ -62,6 +63,7 @@ func NewVectorEnv(make func(index int) (Env, error), n int) (VectorEnv, error) {
 		if i == 0 {
 			v.obs, v.act = e.ObservationSpace(), e.ActionSpace()
 			v.obsN, v.actN = v.obs.Size(), v.act.Size()
+			v.disc, _ = v.act.(*spaces.Discrete)
 		} else if err := v.sameSpaces(i, e); err != nil {
 			return nil, err
 		}
@@ -136,7 +138,14 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		if !v.running[i] {
 			return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i, ErrNeedsReset)
 		}
-		if a := actions[i*v.actN : (i+1)*v.actN]; !v.act.Contains(a) {
+		a := actions[i*v.actN : (i+1)*v.actN]
+		var ok bool
+		if v.disc != nil {
+			ok = v.disc.Contains(a)
+		} else {
+			ok = v.act.Contains(a)
+		}
+		if !ok {
 			return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i,
 				&ActionError{Action: slices.Clone(a), Space: spaces.String(v.act)})
 		}

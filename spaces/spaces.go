@@ -208,12 +208,11 @@ func (d *Discrete) Contains(x []float32) bool {
 	if len(x) != 1 {
 		return false
 	}
-	v := float64(x[0])
-	if !(v >= float64(d.Start) && v < float64(d.Start)+float64(d.N)) { // NaN too
-		return false
-	}
-	// A float32 of magnitude 2^24 or more is an integer; below that, int32 holds it exactly.
-	return v >= 1<<24 || v <= -(1<<24) || v == float64(int32(v))
+	// An integral float32 converts to int64 exactly and back to itself; a fraction, NaN or
+	// an infinity does not come back. i-Start is the distance from Start, exact as a uint64.
+	f := x[0]
+	i := int64(f)
+	return float32(i) == f && i >= d.Start && uint64(i-d.Start) < uint64(d.N)
 }
 
 // Sample draws uniformly from [Start, Start+N).

@@ -444,3 +444,28 @@ func TestDiscreteContainsEdges(t *testing.T) {
 		t.Error("Discrete.Contains accepted a wrong length")
 	}
 }
+
+// TestDiscreteContainsReference compares Discrete.Contains with the plain definition on
+// random float32 bit patterns and on values near the bounds.
+func TestDiscreteContainsReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, d := range []*Discrete{{N: 2}, {N: 3, Start: -1}, {N: 1000, Start: 5}, {N: 1 << 40, Start: -(1 << 39)}} {
+		want := func(f float32) bool {
+			v := float64(f)
+			return v == math.Floor(v) && v >= float64(d.Start) && v < float64(d.Start)+float64(d.N)
+		}
+		check := func(f float32) {
+			if got := d.Contains([]float32{f}); got != want(f) {
+				t.Fatalf("Discrete(%d, start %d).Contains(%v) = %v", d.N, d.Start, f, got)
+			}
+		}
+		for range 100000 {
+			check(math.Float32frombits(rng.Uint32()))
+		}
+		for k := d.Start - 3; k < d.Start+3; k++ {
+			for _, f := range []float32{float32(k), float32(k) + 0.5, float32(k+d.N) - 0.5, float32(k + d.N)} {
+				check(f)
+			}
+		}
+	}
+}
