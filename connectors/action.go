@@ -48,6 +48,8 @@ type ActionPipeline struct {
 	logp       []float32
 	distInputs []float32
 	scratch    []float32 // a float32 copy of an integer action output
+	two        *Categorical // dist when it is a Categorical of two logits (sampled in bulk)
+	twoBuf     []float64    // scratch of sampleTwoRows
 
 	// Bound session tensors (BindSession).
 	out, logStd *inference.Tensor
@@ -75,6 +77,9 @@ func NewActionPipeline(dist Distribution, action spaces.Space, cfg ActionConfig,
 	}
 	p.logp = make([]float32, capacity)
 	p.distInputs = make([]float32, capacity*w)
+	if c, ok := dist.(*Categorical); ok && c.N == 2 {
+		p.two, p.twoBuf = c, make([]float64, 2*capacity)
+	}
 	return p, nil
 }
 
@@ -125,6 +130,10 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 
 // computeRows samples or takes the mode of each row, with its log-probability.
 func (p *ActionPipeline) computeRows(rng *rand.Rand, di []float32, batch int) {
+	if p.two != nil && p.cfg.Explore {
+		sampleTwoRows(rng, di, p.two.Start, p.policy[:batch], p.logp[:batch], p.twoBuf)
+		return
+	}
 	w, n := p.dist.InputSize(), p.dist.ActionSize()
 	for i := range batch {
 		in, a := di[i*w:(i+1)*w], p.policy[i*n:(i+1)*n]

@@ -231,6 +231,54 @@ func sampleTwo(rng *rand.Rand, l0, l1 float32) (int, float64) {
 	return 0, a - lse
 }
 
+// sampleTwoRows is sampleTwo over rows of two logits (in holds len(actions) rows), writing
+// each row's action (index + start) and log-probability. The draws and log-probabilities are
+// those of sampleTwo row by row, bit for bit, in the same order from rng; the exps and the
+// logs of all rows are computed in loops of their own first, so that they overlap in the CPU
+// instead of each row waiting on its own. scratch holds at least 2*len(actions) values.
+func sampleTwoRows(rng *rand.Rand, in []float32, start int64, actions, logp []float32, scratch []float64) {
+	rows := len(actions)
+	checkLen("sampleTwoRows", "in", len(in), 2*rows)
+	checkLen("sampleTwoRows", "logp", len(logp), rows)
+	z, lse := scratch[:rows], scratch[rows:2*rows]
+	for i := range rows {
+		a, b := float64(in[2*i]), float64(in[2*i+1])
+		z[i] = math.Exp(min(a, b) - max(a, b)) // the weight of the less likely logit
+	}
+	for i := range rows {
+		a, b := float64(in[2*i]), float64(in[2*i+1])
+		lse[i] = max(a, b) + math.Log(1+z[i])
+	}
+	for i := range rows {
+		a, b := float64(in[2*i]), float64(in[2*i+1])
+		m := max(a, b)
+		var k int
+		var lp float64
+		if math.IsInf(m, 0) || math.IsNaN(m) || math.IsNaN(a) || math.IsNaN(b) {
+			k, lp = sampleLogits(rng, in[2*i:2*i+2])
+		} else {
+			e0, e1 := 1.0, 1.0
+			if a < b {
+				e0 = z[i]
+			} else if b < a {
+				e1 = z[i]
+			}
+			l := lse[i]
+			u := rng.Float64() * (e0 + e1)
+			switch {
+			case e0 > 0 && u < e0:
+				k, lp = 0, a-l
+			case e1 > 0:
+				k, lp = 1, b-l
+			default:
+				k, lp = 0, a-l
+			}
+		}
+		actions[i] = float32(int64(k) + start)
+		logp[i] = float32(lp)
+	}
+}
+
 // Mode writes the argmax (the first on ties).
 func (c *Categorical) Mode(in, action []float32) float64 {
 	checkLen("Categorical.Mode", "in", len(in), c.N)

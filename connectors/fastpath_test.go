@@ -103,3 +103,34 @@ func TestCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, p.RecordsActions())
 }
+
+// TestSampleTwoRowsMatchesSample checks that the bulk two-logit sampler gives each row the
+// action and log-probability of Categorical.Sample row by row, from the same random source,
+// bit for bit, with ties, extreme gaps and non-finite logits among ordinary rows.
+func TestSampleTwoRowsMatchesSample(t *testing.T) {
+	gen := rand.New(rand.NewPCG(5, 6))
+	const rows = 301
+	in := make([]float32, 2*rows)
+	for i := range in {
+		in[i] = float32(gen.NormFloat64() * 4)
+	}
+	special := [][2]float32{{0, 0}, {3.5, 3.5}, {100, -100}, {-100, 100}, {0, 800}, {-800, 0},
+		{float32(math.Inf(1)), 0}, {0, float32(math.Inf(-1))}, {float32(math.NaN()), 1}, {1, float32(math.NaN())},
+		{float32(math.Inf(-1)), float32(math.Inf(-1))}}
+	for k, p := range special {
+		copy(in[2*(k*7+3):], p[:])
+	}
+	for _, start := range []int64{0, -1, 4} {
+		c := &Categorical{N: 2, Start: start}
+		r1, r2 := rand.New(rand.NewPCG(9, uint64(start+10))), rand.New(rand.NewPCG(9, uint64(start+10)))
+		acts, logp := make([]float32, rows), make([]float32, rows)
+		sampleTwoRows(r1, in, start, acts, logp, make([]float64, 2*rows))
+		want := make([]float32, 1)
+		for i := range rows {
+			lp := float32(c.Sample(r2, in[2*i:2*i+2], want))
+			require.Equal(t, want[0], acts[i], "row %d logits %v", i, in[2*i:2*i+2])
+			require.Equal(t, math.Float32bits(lp), math.Float32bits(logp[i]), "row %d logits %v: %v vs %v", i, in[2*i:2*i+2], logp[i], lp)
+		}
+		require.Equal(t, r2.Uint64(), r1.Uint64(), "the random sources drifted apart")
+	}
+}
