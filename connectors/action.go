@@ -47,7 +47,7 @@ type ActionPipeline struct {
 	actions    []float32 // actions for the environment (unsquashed, clipped)
 	logp       []float32
 	distInputs []float32
-	scratch    []float32 // a float32 copy of an integer action output
+	scratch    []float32    // a float32 copy of an integer action output
 	two        *Categorical // dist when it is a Categorical of two logits (sampled in bulk)
 	twoBuf     []float64    // scratch of sampleTwoRows
 
