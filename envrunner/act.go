@@ -130,29 +130,31 @@ func (r *Runner) inferRows(p *policy) {
 			panic(err) // m is within the capacity and the session is open
 		}
 		in := p.obsT.Float32()
-		bulk := false
+		bulk, k := false, -1
 		if p.copies {
-			if k := r.columnRows(rows, w); k >= 0 {
+			if k = r.columnRows(rows, w); k >= 0 {
 				copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
 				bulk = true
 			}
 		}
-		for j, ro := range rows {
-			a := ro.rec
-			dst := in[j*w : (j+1)*w]
-			if !bulk {
-				p.agent.Write(dst, a.slot, ro.obs, ro.reward)
-			}
-			p.slots[j] = a.slot
-			if a.collect {
-				r.record(a, dst)
-				if st != nil && !a.done {
-					for s := range p.stateW {
-						a.stateIn[s] = append(a.stateIn[s], st.Row(s, a.slot)...)
+		if !bulk || st != nil || r.collect {
+			for j, ro := range rows {
+				a := ro.rec
+				dst := in[j*w : (j+1)*w]
+				if !bulk {
+					p.agent.Write(dst, a.slot, ro.obs, ro.reward)
+				}
+				p.slots[j] = a.slot
+				if a.collect {
+					r.record(a, dst)
+					if st != nil && !a.done {
+						for s := range p.stateW {
+							a.stateIn[s] = append(a.stateIn[s], st.Row(s, a.slot)...)
+						}
 					}
 				}
 			}
-		}
+		} // else: nothing to record and no state to gather (the slots are for the state)
 		if st != nil {
 			st.Gather(p.slots[:m])
 		}
@@ -168,6 +170,21 @@ func (r *Runner) inferRows(p *policy) {
 		var vals []float32
 		if p.hasValue {
 			vals = p.valueT.Float32()
+		}
+		if bulk && !r.collect && !p.records {
+			// Rows k..k+m-1 of the columns, none of them done (a final observation is a
+			// copy): the actions go into the action column in one copy.
+			aw := p.actW
+			sent := r.cols.Actions[k*aw : (k+m)*aw]
+			copy(sent, act.Actions())
+			for j, ro := range rows {
+				a := ro.rec
+				a.lastAct = sent[j*aw : (j+1)*aw : (j+1)*aw]
+				a.pending = true
+			}
+			r.sent += m
+			r.perf.add(phAction, time.Since(t2))
+			continue
 		}
 		for j, ro := range rows {
 			a := ro.rec

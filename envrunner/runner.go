@@ -135,6 +135,8 @@ type Runner struct {
 	cols env.Columns
 	sent int // actions written to cols.Actions in the current step
 
+	stepped int // env steps of this step counted by take (episodes of one agent)
+
 	stepCB bool // the callbacks are not BaseCallbacks: OnEpisodeStep is called
 }
 
@@ -379,7 +381,8 @@ func (r *Runner) Step() error {
 		r.addColumn(e)
 	}
 	cols := len(ready) // sub-environments taken in through the columnar protocol
-	envSteps := 0
+	envSteps := r.stepped
+	r.stepped = 0
 	for _, ep := range r.touched {
 		if ep.stepped {
 			ep.stepped = false
@@ -610,7 +613,15 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 			r.totalAgentSteps++
 			r.sinceCutAgent++
 		}
-		if !ep.stepped {
+		switch {
+		case !r.stepCB && len(ep.agents) == 1:
+			// The episode's one agent stepped: the env step counts here, without the
+			// touched list (which exists to count a multi-agent step once).
+			ep.Length++
+			if !ep.extra {
+				r.stepped++
+			}
+		case !ep.stepped:
 			ep.stepped = true
 			r.touched = append(r.touched, ep)
 		}
