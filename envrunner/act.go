@@ -162,6 +162,11 @@ func (r *Runner) inferRows(p *policy) {
 		r.perf.add(phRawObs, t1.Sub(t0))
 		if err := p.sess.Run(); err != nil {
 			r.runErr = err
+			if r.ce != nil { // no row of this step gets its action
+				for _, ro := range p.infer {
+					ro.rec.pending = false
+				}
+			}
 			return
 		}
 		t2 := time.Now()
@@ -176,12 +181,7 @@ func (r *Runner) inferRows(p *policy) {
 			// copy): the actions go into the action column in one copy.
 			aw := p.actW
 			sent := r.cols.Actions[k*aw : (k+m)*aw]
-			copy(sent, act.Actions())
-			for j, ro := range rows {
-				a := ro.rec
-				a.lastAct = sent[j*aw : (j+1)*aw : (j+1)*aw]
-				a.pending = true
-			}
+			copy(sent, act.Actions()) // addColumn set lastAct and pending
 			r.sent += m
 			r.perf.add(phAction, time.Since(t2))
 			continue

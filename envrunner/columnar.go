@@ -23,6 +23,7 @@ func (r *Runner) useColumns() {
 		}
 	}
 	r.ce, r.cols = ce, c
+	r.colRec = make([]*agentRec, len(c.Results))
 }
 
 // addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for
@@ -47,16 +48,28 @@ func (r *Runner) addColumn(e env.EnvID) {
 	if ep == nil || (ep.ended && !r.isEnding(ep)) {
 		ep = r.startEpisode(e, true)
 	}
-	var a *agentRec
-	if len(ep.agents) > 0 {
-		if a = ep.agents[0]; a.done {
-			return
+	// colRec caches ep.agents[0] by sub-environment (one cache line fewer per row).
+	a := r.colRec[e]
+	if a == nil || a.ep != ep {
+		if len(ep.agents) > 0 {
+			a = ep.agents[0]
+		} else {
+			a = r.newAgent(ep, env.DefaultAgentID)
 		}
-	} else {
-		a = r.newAgent(ep, env.DefaultAgentID)
+		r.colRec[e] = a
+	}
+	if a.done {
+		return
 	}
 	w := c.ObsSize
 	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil)
+	if !a.done {
+		// The row gets its action in this step, in the action column (as send does; done
+		// here, where the record is at hand, so that a bulk send need not visit it).
+		aw := c.ActionSize
+		a.lastAct = c.Actions[e*aw : (e+1)*aw : (e+1)*aw]
+		a.pending = true
+	}
 }
 
 // columnRows returns k when the rows' observations are rows k, k+1, ... of the columns, in

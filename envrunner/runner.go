@@ -134,6 +134,8 @@ type Runner struct {
 	ce   env.Columnar
 	cols env.Columns
 	sent int // actions written to cols.Actions in the current step
+	// colRec[e] is the agent record of sub-environment e's episode, when it was looked up.
+	colRec []*agentRec
 
 	stepped int // env steps of this step counted by take (episodes of one agent)
 
