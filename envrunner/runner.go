@@ -638,14 +638,26 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 		}
 	}
 	a.done = done
-	ro := row{rec: a, obs: obs, reward: reward}
 	// A final observation needs the model only for the value that bootstraps a truncated
 	// episode.
 	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !terminated) {
-		p.infer = append(p.infer, ro)
+		pushRow(&p.infer, a, obs, reward)
 	} else {
-		p.plain = append(p.plain, ro)
+		pushRow(&p.plain, a, obs, reward)
 	}
+}
+
+// pushRow appends a row, writing its fields in place (a row built on the stack and copied
+// costs a stalled load: its 16-byte copy cannot be forwarded from the 8-byte stores).
+func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
+	n := len(*rows)
+	if n == cap(*rows) {
+		*rows = append(*rows, row{})
+	} else {
+		*rows = (*rows)[:n+1]
+	}
+	ro := &(*rows)[n]
+	ro.rec, ro.obs, ro.reward = a, obs, reward
 }
 
 func (r *Runner) isEnding(ep *Episode) bool {
