@@ -62,13 +62,17 @@ func (r *Runner) addColumn(e env.EnvID) {
 		return
 	}
 	w := c.ObsSize
-	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil)
+	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil, true)
 	if !a.done {
-		// The row gets its action in this step, in the action column (as send does; done
-		// here, where the record is at hand, so that a bulk send need not visit it).
+		// The row gets its action in this step, in the action column (send's work, done
+		// here where the record is at hand, so that a bulk send need not visit it; the last
+		// action is the column's row, as inCol says).
+		a.pending = true
+	} else if a.steps > 0 {
+		// The final observation: the record keeps its values, and the last action stays
+		// in the column until the sub-environment's next episode acts.
 		aw := c.ActionSize
 		a.lastAct = c.Actions[e*aw : (e+1)*aw : (e+1)*aw]
-		a.pending = true
 	}
 }
 

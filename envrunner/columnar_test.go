@@ -62,11 +62,13 @@ func (t *trace) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episode) {
 }
 
 func (t *trace) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
-	t.log = append(t.log, fmt.Sprintf("step %d %d %v %v", ep.EnvID, ep.Length, ep.LastObservation(env.DefaultAgentID), ep.LastAction(env.DefaultAgentID)))
+	t.log = append(t.log, fmt.Sprintf("step %d %d %v %v %v %v", ep.EnvID, ep.Length, ep.LastObservation(env.DefaultAgentID), ep.LastAction(env.DefaultAgentID),
+		ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
 
 func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
-	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID)))
+	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v %v %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID),
+		ep.LastObservation(env.DefaultAgentID), ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
 
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the

@@ -68,35 +68,56 @@ func (e *Episode) PolicyFor(agent env.AgentID) PolicyID {
 // LastObservation returns the agent's last raw observation, valid during the callback that
 // asks (nil for an agent that has not appeared).
 func (e *Episode) LastObservation(agent env.AgentID) []float32 {
-	if a := e.agent(agent); a != nil {
-		return a.lastObs
+	a := e.agent(agent)
+	switch {
+	case a == nil:
+		return nil
+	case a.inCol:
+		w, i := a.col.ObsSize, int(a.envID)
+		return a.col.Obs[i*w : (i+1)*w : (i+1)*w]
 	}
-	return nil
+	return a.lastObs
 }
 
 // LastInfo returns the info the environment reported with the agent's last observation.
 func (e *Episode) LastInfo(agent env.AgentID) env.Info {
-	if a := e.agent(agent); a != nil {
-		return a.lastInfo
+	a := e.agent(agent)
+	switch {
+	case a == nil:
+		return nil
+	case a.inCol:
+		return a.col.Results[a.envID].Info
 	}
-	return nil
+	return a.lastInfo
 }
 
 // LastReward returns the reward reported with the agent's last observation.
 func (e *Episode) LastReward(agent env.AgentID) float64 {
-	if a := e.agent(agent); a != nil {
-		return a.lastReward
+	a := e.agent(agent)
+	switch {
+	case a == nil:
+		return 0
+	case a.inCol:
+		return a.col.Results[a.envID].Reward
 	}
-	return 0
+	return a.lastReward
 }
 
 // LastAction returns the agent's last action as sent to the environment (nil before its
 // first action), valid during the callback that asks.
 func (e *Episode) LastAction(agent env.AgentID) []float32 {
-	if a := e.agent(agent); a != nil && a.lastAct != nil {
-		return a.lastAct
+	a := e.agent(agent)
+	switch {
+	case a == nil:
+		return nil
+	case a.inCol:
+		if !a.pending && a.steps == 0 {
+			return nil
+		}
+		w, i := a.col.ActionSize, int(a.envID)
+		return a.col.Actions[i*w : (i+1)*w : (i+1)*w]
 	}
-	return nil
+	return a.lastAct
 }
 
 func (e *Episode) agent(id env.AgentID) *agentRec {
@@ -126,21 +147,27 @@ type RolloutMetrics struct {
 // index n waits for its reward. Per-transition columns hold n (or n+1 with a pending action)
 // entries.
 type agentRec struct {
-	// The fields every step touches come first, close together.
-	ep         *Episode
-	pol        *policy
-	done       bool // terminated or truncated: no more actions
-	pending    bool // took an action and waits for the next observation
-	collect    bool // the record's data goes to the sample batches
-	listed     bool // in the runner's list of records with data
-	envID      int32
-	reward     float64 // total
-	steps      int     // transitions completed in the episode
+	// The fields every step touches fill the first cache line (the struct's size is a
+	// multiple of 64 bytes, so each record starts on a line; a test checks it).
+	ep      *Episode
+	pol     *policy
+	reward  float64 // total
+	steps   int     // transitions completed in the episode
+	slot    int
+	envID   int32
+	done    bool // terminated or truncated: no more actions
+	pending bool // took an action and waits for the next observation
+	collect bool // the record's data goes to the sample batches
+	listed  bool // in the runner's list of records with data
+	// inCol: the last observation, info and reward are row envID of col (and so is the
+	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
+	inCol bool
+
+	col        *env.Columns // the runner's columns, for a record of a columnar runner
 	lastObs    []float32
 	lastInfo   env.Info
 	lastReward float64
 	lastAct    []float32
-	slot       int
 
 	id    env.AgentID
 	index int32 // agent_index
@@ -162,6 +189,8 @@ type agentRec struct {
 	stateIn  [][]float32
 	stateOut [][]float32
 	n        int // complete transitions
+
+	_ [56]byte // to a multiple of 64 bytes
 }
 
 // rows returns the number of observation rows kept.

@@ -575,7 +575,7 @@ func (r *Runner) addRow(o *env.AgentObs) {
 	} else if a.done {
 		return // a done agent reported again; nothing to do
 	}
-	r.take(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction)
+	r.take(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction, false)
 }
 
 // newAgent makes the record of an agent that appears in the episode.
@@ -590,13 +590,21 @@ func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
 	a.slot = p.slot()
 	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
 	a.collect = r.collect && ep.TrainingEnabled
+	a.inCol, a.lastAct = false, nil
+	if r.ce != nil {
+		a.col = &r.cols
+	}
 	ep.agents = append(ep.agents, a)
 	return a
 }
 
 // take takes in an observation of the agent: completes its pending transition and queues
 // the observation for its policy.
-func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32) {
+//
+// col says that obs, reward and info are the agent's row of the env's columns (addColumn):
+// the record then refers to the row instead of keeping them (except for a final observation,
+// whose row the reset reuses).
+func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32, col bool) {
 	ep, p := a.ep, a.pol
 	done := terminated || truncated
 	if done {
@@ -605,7 +613,9 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 		a.final = append(a.final[:0], obs...)
 		obs = a.final
 	}
-	a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
+	if a.inCol = col && !done; !a.inCol {
+		a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
+	}
 	a.reward += reward
 	ep.TotalReward += reward
 	if a.pending {
