@@ -26,6 +26,47 @@ func (r *Runner) useColumns() {
 	r.colRec = make([]*agentRec, len(c.Results))
 }
 
+// addColumns takes in the rows of the ready sub-environments, as addColumn does for each,
+// with the common case inline: a running episode of one agent that waits for the row, whose
+// row is not its last, without OnEpisodeStep callbacks. It does what take does for such a
+// row; TestColumnarMatchesPollSend holds the two protocols to the same results.
+func (r *Runner) addColumns(ready []int) {
+	c := &r.cols
+	w := c.ObsSize
+	eps, recs, res, reset := r.episodes, r.colRec, c.Results, c.Reset
+	for _, e := range ready {
+		if e >= len(eps) || r.stepCB {
+			r.addColumn(e)
+			continue
+		}
+		ep, a, rs := eps[e], recs[e], &res[e]
+		if ep == nil || a == nil || a.ep != ep || !a.pending || a.done || ep.ended || len(ep.agents) != 1 ||
+			rs.Terminated || rs.Truncated || reset[e] {
+			r.addColumn(e)
+			continue
+		}
+		reward := rs.Reward
+		a.inCol = true
+		a.reward += reward
+		ep.TotalReward += reward
+		a.steps++
+		ep.Length++
+		if !ep.extra {
+			r.totalAgentSteps++
+			r.sinceCutAgent++
+			r.stepped++
+		}
+		if a.collect {
+			a.rewards = append(a.rewards, float32(reward))
+			a.terms = append(a.terms, false)
+			a.truncs = append(a.truncs, false)
+			a.n++
+		}
+		// a.pending stays set: the row gets its action in this step.
+		pushRow(&a.pol.infer, a, c.Obs[e*w:(e+1)*w:(e+1)*w], reward)
+	}
+}
+
 // addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for
 // a polled status and agent.
 func (r *Runner) addColumn(e env.EnvID) {

@@ -379,9 +379,7 @@ func (r *Runner) Step() error {
 	for i := range nAgents {
 		r.addRow(&r.batch.Agents[i])
 	}
-	for _, e := range ready {
-		r.addColumn(e)
-	}
+	r.addColumns(ready)
 	cols := len(ready) // sub-environments taken in through the columnar protocol
 	envSteps := r.stepped
 	r.stepped = 0
