@@ -26,6 +26,7 @@ type vectorBaseEnv struct {
 	wasReset   []bool
 	ready      []int
 	readyAll   bool // every sub-environment was stepped: all of them are on the ready list
+	clean      bool // ... and every one of them is still stReady (no setState since)
 	all        []int
 	polled     []int
 	faults     []EnvStatus
@@ -80,6 +81,7 @@ func (b *vectorBaseEnv) setState(i int, s slotState) {
 		b.nAwait++
 	}
 	*p = s
+	b.clean = false
 }
 
 func (b *vectorBaseEnv) row(i int) []float32 { return b.obs[i*b.obsN : (i+1)*b.obsN] }
@@ -183,10 +185,14 @@ func (b *vectorBaseEnv) PollColumns(dst *Batch) ([]int, error) {
 		// After a step every sub-environment is ready, unless one failed.
 		b.readyAll = false
 		sets, res := b.tbl.sets[:b.n], b.res[:b.n]
-		allReady := true
-		for i := range sets {
-			allReady = allReady && sets[i].state == stReady
+		allReady := b.clean
+		if !allReady {
+			allReady = true
+			for i := range sets {
+				allReady = allReady && sets[i].state == stReady
+			}
 		}
+		b.clean = false
 		if allReady {
 			for i := range sets {
 				if r := &res[i]; r.Terminated || r.Truncated {
@@ -302,7 +308,7 @@ func (b *vectorBaseEnv) step() error {
 	}
 	b.nAwait = 0
 	clear(b.wasReset)
-	b.readyAll = true
+	b.readyAll, b.clean = true, true
 	for _, se := range b.subErrs {
 		if se.Env < 0 || se.Env >= b.n {
 			continue

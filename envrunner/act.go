@@ -30,17 +30,30 @@ func (r *Runner) act() {
 				r.inferRows(p)
 			}
 		}
-		for _, rows := range [2][]row{p.plain, p.infer} {
-			for _, ro := range rows {
-				if a := ro.rec; a.done && a.slot >= 0 {
-					p.release(a.slot)
-					a.slot = -1
-				}
+		// Done agents give their slots back: every plain row's, and those of the infer rows
+		// that are final observations (counted by take; most steps have none).
+		rows := p.plain
+		if p.inferDone > 0 {
+			rows = p.infer
+			p.inferDone = 0
+			for _, ro := range p.plain {
+				r.release(p, ro.rec)
 			}
+		}
+		for _, ro := range rows {
+			r.release(p, ro.rec)
 		}
 		clear(p.plain)
 		clear(p.infer)
 		p.plain, p.infer = p.plain[:0], p.infer[:0]
+	}
+}
+
+// release gives a done agent's slot back.
+func (r *Runner) release(p *policy, a *agentRec) {
+	if a.done && a.slot >= 0 {
+		p.release(a.slot)
+		a.slot = -1
 	}
 }
 

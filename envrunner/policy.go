@@ -63,15 +63,16 @@ type policy struct {
 	copies            bool // the agent connectors copy the raw observation as it is
 	records           bool // an agent connector keeps past actions
 
-	infer  []row // rows that go through the model
-	plain  []row // final observations that need no model run
-	slots  []int
-	free   []int
-	next   int
-	rowBuf []float32 // a random policy's processed observation rows; also scratch
-	rows0  int       // trajectory rows a new record has room for (a fragment's worth)
-	actRnd []float32 // a random policy's actions
-	pool   []*agentRec
+	infer     []row // rows that go through the model
+	inferDone int   // infer rows that are final observations
+	plain     []row // final observations that need no model run
+	slots     []int
+	free      []int
+	next      int
+	rowBuf    []float32 // a random policy's processed observation rows; also scratch
+	rows0     int       // trajectory rows a new record has room for (a fragment's worth)
+	actRnd    []float32 // a random policy's actions
+	pool      []*agentRec
 }
 
 func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {

@@ -649,6 +649,9 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 	// A final observation needs the model only for the value that bootstraps a truncated
 	// episode.
 	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !terminated) {
+		if done {
+			p.inferDone++
+		}
 		pushRow(&p.infer, a, obs, reward)
 	} else {
 		pushRow(&p.plain, a, obs, reward)
