@@ -300,12 +300,16 @@ func (c *Categorical) ModeRows(in, actions []float32, rows int) {
 	checkLen("Categorical.ModeRows", "in", len(in), rows*c.N)
 	checkLen("Categorical.ModeRows", "actions", len(actions), rows)
 	if c.N == 2 {
-		for i := range rows {
-			k := int64(0)
+		// An integer select (a conditional move, no branch: the comparison goes either
+		// way at random while exploring-trained policies are unsure).
+		vals := [2]float32{float32(c.Start), float32(c.Start + 1)}
+		in = in[:2*rows]
+		for i := range actions[:rows] {
+			k := 0
 			if in[2*i+1] > in[2*i] {
 				k = 1
 			}
-			actions[i] = float32(k + c.Start)
+			actions[i] = vals[k&1]
 		}
 		return
 	}

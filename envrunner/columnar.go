@@ -34,6 +34,11 @@ func (r *Runner) addColumns(ready []int) {
 	c := &r.cols
 	w := c.ObsSize
 	eps, recs, res, reset := r.episodes, r.colRec, c.Results, c.Reset
+	// Counters and the policy's row list are kept in locals through the loop (an increment
+	// in memory per row would chain each row's store to the next row's load).
+	steps := 0
+	var p *policy
+	var infer []row
 	for _, e := range ready {
 		if e >= len(eps) || r.stepCB {
 			r.addColumn(e)
@@ -42,6 +47,9 @@ func (r *Runner) addColumns(ready []int) {
 		ep, a, rs := eps[e], recs[e], &res[e]
 		if ep == nil || a == nil || a.ep != ep || !a.pending || a.done || ep.ended || len(ep.agents) != 1 ||
 			rs.Terminated || rs.Truncated || reset[e] {
+			if p != nil { // addColumn appends to the lists too
+				p.infer, p = infer, nil
+			}
 			r.addColumn(e)
 			continue
 		}
@@ -52,9 +60,7 @@ func (r *Runner) addColumns(ready []int) {
 		a.steps++
 		ep.Length++
 		if !ep.extra {
-			r.totalAgentSteps++
-			r.sinceCutAgent++
-			r.stepped++
+			steps++
 		}
 		if a.collect {
 			a.rewards = append(a.rewards, float32(reward))
@@ -63,8 +69,21 @@ func (r *Runner) addColumns(ready []int) {
 			a.n++
 		}
 		// a.pending stays set: the row gets its action in this step.
-		pushRow(&a.pol.infer, a, c.Obs[e*w:(e+1)*w:(e+1)*w], reward)
+		if a.pol != p {
+			if p != nil {
+				p.infer = infer
+			}
+			p = a.pol
+			infer = p.infer
+		}
+		pushRow(&infer, a, c.Obs[e*w:(e+1)*w:(e+1)*w], reward)
 	}
+	if p != nil {
+		p.infer = infer
+	}
+	r.totalAgentSteps += int64(steps)
+	r.sinceCutAgent += steps
+	r.stepped += steps
 }
 
 // addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for
