@@ -47,6 +47,7 @@ type CartPole struct {
 	ep          episode
 	obsSpace    *spaces.Box
 	actSpace    *spaces.Discrete
+	obsN        int // obsSpace.Size(), kept here: a step reads no other object
 }
 
 // NewCartPole returns a CartPole-v1.
@@ -81,6 +82,7 @@ func newCartPole(name string, stateless bool, cfg env.Config) (*CartPole, error)
 		high = f32s(cpXThresh*2, math.Inf(1), cpThetaThresh*2, math.Inf(1))
 	}
 	c.obsSpace = spaces.NewBoxBounds(neg(high), high)
+	c.obsN = len(high)
 	c.actSpace = &spaces.Discrete{N: 2}
 	return c, nil
 }
@@ -93,7 +95,7 @@ func (c *CartPole) ActionSpace() spaces.Space { return c.actSpace }
 
 // Reset starts an episode from a state drawn uniformly from [-0.05, 0.05)^4.
 func (c *CartPole) Reset(seed env.Seed, obs []float32) (env.Info, error) {
-	checkObs(c.name, obs, c.obsSpace.Size())
+	checkObs(c.name, obs, c.obsN)
 	c.src.reset(seed)
 	for i := range c.state {
 		c.state[i] = c.src.uniform(-0.05, 0.05)
@@ -105,15 +107,16 @@ func (c *CartPole) Reset(seed env.Seed, obs []float32) (env.Info, error) {
 
 // Step applies action (0: push left, 1: push right) for one Euler step of 0.02 s.
 func (c *CartPole) Step(action []float32, obs []float32) (env.StepResult, error) {
-	checkObs(c.name, obs, c.obsSpace.Size())
+	checkObs(c.name, obs, c.obsN)
 	if err := c.ep.check(); err != nil {
 		return env.StepResult{}, err
 	}
-	a, ok := discreteAction(c.actSpace, action)
-	if !ok {
+	// The action space is Discrete(2): the action is 0 or 1 (as its Contains says, without
+	// reading the space).
+	if len(action) != 1 || (action[0] != 0 && action[0] != 1) {
 		return env.StepResult{}, actionError("", action, c.actSpace)
 	}
-	terminated := c.advance(a)
+	terminated := c.advance(int(action[0]))
 	reward := 1.0
 	if c.suttonBarto {
 		reward = 0
