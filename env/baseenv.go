@@ -58,6 +58,19 @@ func (b *Batch) Clear() {
 	b.Envs = b.Envs[:0]
 }
 
+// AddAgent appends a zero AgentObs to b.Agents and returns it, to be filled in place (a
+// filled struct appended is built aside and copied whole, which costs more per agent).
+func (b *Batch) AddAgent() *AgentObs {
+	n := len(b.Agents)
+	if n < cap(b.Agents) {
+		b.Agents = b.Agents[:n+1]
+		b.Agents[n] = AgentObs{}
+	} else {
+		b.Agents = append(b.Agents, AgentObs{})
+	}
+	return &b.Agents[n]
+}
+
 // Action is the action for one polled agent, in the raw layout of its action space. The slice
 // is read during SendActions only.
 type Action struct {

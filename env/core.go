@@ -345,8 +345,8 @@ func (t *table) report(s *slot, dst *Batch) {
 	for j := range out.Agents {
 		a := &out.Agents[j]
 		term, trunc := a.Terminated || out.AllTerminated, a.Truncated || out.AllTruncated
-		dst.Agents = append(dst.Agents, AgentObs{Env: s.index, Agent: a.ID, Obs: a.Obs, Reward: a.Reward,
-			Terminated: term, Truncated: trunc, Info: a.Info})
+		o := dst.AddAgent()
+		o.Env, o.Agent, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info = s.index, a.ID, a.Obs, a.Reward, term, trunc, a.Info
 		if !term && !trunc {
 			set.exp = append(set.exp, expect{id: a.ID, space: s.space(a.ID)})
 		}

@@ -148,8 +148,8 @@ func (b *vectorBaseEnv) report(i int, dst *Batch) {
 func (b *vectorBaseEnv) appendResult(i int, dst *Batch) {
 	r := &b.res[i]
 	dst.Envs = append(dst.Envs, EnvStatus{Env: i, Terminated: r.Terminated, Truncated: r.Truncated, Reset: b.wasReset[i]})
-	dst.Agents = append(dst.Agents, AgentObs{Env: i, Agent: DefaultAgentID, Obs: b.row(i), Reward: r.Reward,
-		Terminated: r.Terminated, Truncated: r.Truncated, Info: r.Info})
+	o := dst.AddAgent()
+	o.Env, o.Agent, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info = i, DefaultAgentID, b.row(i), r.Reward, r.Terminated, r.Truncated, r.Info
 }
 
 func (b *vectorBaseEnv) Poll(dst *Batch) error {

@@ -112,7 +112,15 @@ func (r *Runner) send(p *policy, a *agentRec, act []float32) {
 		off := len(r.actBuf)
 		r.actBuf = append(r.actBuf, act...)
 		sent = r.actBuf[off : off+p.actW : off+p.actW]
-		r.actions = append(r.actions, env.Action{Env: a.ep.EnvID, Agent: a.id, Action: sent})
+		// Filled in place (an Action built aside and appended is copied whole).
+		k := len(r.actions)
+		if k < cap(r.actions) {
+			r.actions = r.actions[:k+1]
+		} else {
+			r.actions = append(r.actions, env.Action{})
+		}
+		x := &r.actions[k]
+		x.Env, x.Agent, x.Action = a.ep.EnvID, a.id, sent
 	}
 	if r.ce != nil {
 		// The row is written again only with the agent's next action (an ended episode's

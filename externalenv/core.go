@@ -973,8 +973,9 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	for i := range ev.ents {
 		en := &ev.ents[i]
 		ag := &ep.agents[en.agent]
-		o := env.AgentObs{Env: int(ep.slot), Agent: en.id, Obs: ev.obs[i*os : (i+1)*os : (i+1)*os],
-			Reward: en.reward, Terminated: en.done == terminated, Truncated: en.done == truncated, Info: en.info}
+		o := dst.AddAgent()
+		o.Env, o.Agent, o.Obs = int(ep.slot), en.id, ev.obs[i*os:(i+1)*os:(i+1)*os]
+		o.Reward, o.Terminated, o.Truncated, o.Info = en.reward, en.done == terminated, en.done == truncated, en.info
 		if ep.offPending > 0 && ag.offSet {
 			o.OffPolicyAction = ag.off[ag.offCur]
 			ag.offSet = false
@@ -986,7 +987,6 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 			ag.offSet = true
 			ep.offPending++
 		}
-		dst.Agents = append(dst.Agents, o)
 	}
 	*n += len(ev.ents)
 	if first || ev.end != notDone {
