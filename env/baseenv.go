@@ -1,5 +1,7 @@
 package env
 
+import "github.com/onnxrl/sampler/internal/grow"
+
 // EnvID identifies a sub-environment of a BaseEnv: 0..n-1 for the adapters of this package.
 type EnvID = int
 
@@ -60,16 +62,7 @@ func (b *Batch) Clear() {
 
 // AddAgent appends a zero AgentObs to b.Agents and returns it, to be filled in place (a
 // filled struct appended is built aside and copied whole, which costs more per agent).
-func (b *Batch) AddAgent() *AgentObs {
-	n := len(b.Agents)
-	if n < cap(b.Agents) {
-		b.Agents = b.Agents[:n+1]
-		b.Agents[n] = AgentObs{}
-	} else {
-		b.Agents = append(b.Agents, AgentObs{})
-	}
-	return &b.Agents[n]
-}
+func (b *Batch) AddAgent() *AgentObs { return grow.Zero(&b.Agents) }
 
 // Action is the action for one polled agent, in the raw layout of its action space. The slice
 // is read during SendActions only.
@@ -147,4 +140,16 @@ type Columns struct {
 	Results []StepResult
 	// Reset is set while a sub-environment's row holds the first observation of an episode.
 	Reset []bool
+}
+
+// ObsRow returns sub-environment i's row of Obs.
+func (c *Columns) ObsRow(i int) []float32 {
+	w := c.ObsSize
+	return c.Obs[i*w : (i+1)*w : (i+1)*w]
+}
+
+// ActionRow returns sub-environment i's row of Actions.
+func (c *Columns) ActionRow(i int) []float32 {
+	w := c.ActionSize
+	return c.Actions[i*w : (i+1)*w : (i+1)*w]
 }

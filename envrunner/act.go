@@ -4,7 +4,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/grow"
 )
 
 // act computes the actions of every queued row, policy by policy, and records the
@@ -105,21 +105,14 @@ func (r *Runner) send(p *policy, a *agentRec, act []float32) {
 	var sent []float32
 	if r.ce != nil {
 		e := int(a.envID)
-		sent = r.cols.Actions[e*p.actW : (e+1)*p.actW : (e+1)*p.actW]
+		sent = r.cols.ActionRow(e)
 		copy(sent, act)
 		r.sent++
 	} else {
 		off := len(r.actBuf)
 		r.actBuf = append(r.actBuf, act...)
 		sent = r.actBuf[off : off+p.actW : off+p.actW]
-		// Filled in place (an Action built aside and appended is copied whole).
-		k := len(r.actions)
-		if k < cap(r.actions) {
-			r.actions = r.actions[:k+1]
-		} else {
-			r.actions = append(r.actions, env.Action{})
-		}
-		x := &r.actions[k]
+		x := grow.Zero(&r.actions)
 		x.Env, x.Agent, x.Action = a.ep.EnvID, a.id, sent
 	}
 	if r.ce != nil {

@@ -32,7 +32,6 @@ func (r *Runner) useColumns() {
 // row; TestColumnarMatchesPollSend holds the two protocols to the same results.
 func (r *Runner) addColumns(ready []int) {
 	c := &r.cols
-	w := c.ObsSize
 	eps, recs, res, reset := r.episodes, r.colRec, c.Results, c.Reset
 	// Counters and the policy's row list are kept in locals through the loop (an increment
 	// in memory per row would chain each row's store to the next row's load).
@@ -76,7 +75,7 @@ func (r *Runner) addColumns(ready []int) {
 			p = a.pol
 			infer = p.infer
 		}
-		pushRow(&infer, a, c.Obs[e*w:(e+1)*w:(e+1)*w], reward)
+		pushRow(&infer, a, c.ObsRow(e), reward)
 	}
 	if p != nil {
 		p.infer = infer
@@ -121,8 +120,7 @@ func (r *Runner) addColumn(e env.EnvID) {
 	if a.done {
 		return
 	}
-	w := c.ObsSize
-	r.take(a, c.Obs[e*w:(e+1)*w:(e+1)*w], res.Reward, res.Terminated, res.Truncated, res.Info, nil, true)
+	r.take(a, c.ObsRow(e), res.Reward, res.Terminated, res.Truncated, res.Info, nil, true)
 	if !a.done {
 		// The row gets its action in this step, in the action column (send's work, done
 		// here where the record is at hand, so that a bulk send need not visit it; the last
@@ -131,8 +129,7 @@ func (r *Runner) addColumn(e env.EnvID) {
 	} else if a.steps > 0 {
 		// The final observation: the record keeps its values, and the last action stays
 		// in the column until the sub-environment's next episode acts.
-		aw := c.ActionSize
-		a.lastAct = c.Actions[e*aw : (e+1)*aw : (e+1)*aw]
+		a.lastAct = c.ActionRow(e)
 	}
 }
 

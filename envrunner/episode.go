@@ -73,8 +73,7 @@ func (e *Episode) LastObservation(agent env.AgentID) []float32 {
 	case a == nil:
 		return nil
 	case a.inCol:
-		w, i := a.col.ObsSize, int(a.envID)
-		return a.col.Obs[i*w : (i+1)*w : (i+1)*w]
+		return a.col.ObsRow(int(a.envID))
 	}
 	return a.lastObs
 }
@@ -114,8 +113,7 @@ func (e *Episode) LastAction(agent env.AgentID) []float32 {
 		if !a.pending && a.steps == 0 {
 			return nil
 		}
-		w, i := a.col.ActionSize, int(a.envID)
-		return a.col.Actions[i*w : (i+1)*w : (i+1)*w]
+		return a.col.ActionRow(int(a.envID))
 	}
 	return a.lastAct
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/grow"
 )
 
 // Batch modes (RLlib's batch_mode).
@@ -658,16 +659,9 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 	}
 }
 
-// pushRow appends a row, writing its fields in place (a row built on the stack and copied
-// costs a stalled load: its 16-byte copy cannot be forwarded from the 8-byte stores).
+// pushRow appends a row, writing its fields in place (see grow.Zero).
 func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
-	n := len(*rows)
-	if n == cap(*rows) {
-		*rows = append(*rows, row{})
-	} else {
-		*rows = (*rows)[:n+1]
-	}
-	ro := &(*rows)[n]
+	ro := grow.Zero(rows)
 	ro.rec, ro.obs, ro.reward = a, obs, reward
 }
 
