@@ -208,20 +208,30 @@ func (c *Categorical) Sample(rng *rand.Rand, in, action []float32) float64 {
 // the same log-probability, bit for bit).
 func sampleTwo(rng *rand.Rand, l0, l1 float32) (int, float64) {
 	a, b := float64(l0), float64(l1)
-	m := max(a, b)
-	if math.IsInf(m, 0) || math.IsNaN(m) || math.IsNaN(a) || math.IsNaN(b) {
+	if !finiteTwo(a, b) {
 		return sampleLogits(rng, []float32{l0, l1})
 	}
-	// The likelier logit's weight is exp(0) = 1; the other's is z.
+	z := math.Exp(min(a, b) - max(a, b))
+	return drawTwo(rng, a, b, z, max(a, b)+math.Log(1+z))
+}
+
+// finiteTwo reports whether two logits take drawTwo's path (otherwise sampleLogits').
+func finiteTwo(a, b float64) bool {
+	m := max(a, b)
+	return !math.IsInf(m, 0) && !math.IsNaN(m) && !math.IsNaN(a) && !math.IsNaN(b)
+}
+
+// drawTwo draws between finite logits a and b: z = exp(min-max) is the less likely one's
+// weight (the likelier one's is exp(0) = 1) and lse = max + log(1+z). The draw and the
+// log-probability are sampleLogits', bit for bit.
+func drawTwo(rng *rand.Rand, a, b, z, lse float64) (int, float64) {
 	e0, e1 := 1.0, 1.0
 	if a < b {
-		e0 = math.Exp(a - m)
+		e0 = z
 	} else if b < a {
-		e1 = math.Exp(b - m)
+		e1 = z
 	}
-	sum := e0 + e1
-	lse := m + math.Log(sum)
-	u := rng.Float64() * sum
+	u := rng.Float64() * (e0 + e1)
 	if e0 > 0 && u < e0 {
 		return 0, a - lse
 	}
@@ -243,7 +253,7 @@ func sampleTwoRows(rng *rand.Rand, in []float32, start int64, actions, logp []fl
 	z, lse := scratch[:rows], scratch[rows:2*rows]
 	for i := range rows {
 		a, b := float64(in[2*i]), float64(in[2*i+1])
-		z[i] = math.Exp(min(a, b) - max(a, b)) // the weight of the less likely logit
+		z[i] = math.Exp(min(a, b) - max(a, b))
 	}
 	for i := range rows {
 		a, b := float64(in[2*i]), float64(in[2*i+1])
@@ -251,28 +261,12 @@ func sampleTwoRows(rng *rand.Rand, in []float32, start int64, actions, logp []fl
 	}
 	for i := range rows {
 		a, b := float64(in[2*i]), float64(in[2*i+1])
-		m := max(a, b)
 		var k int
 		var lp float64
-		if math.IsInf(m, 0) || math.IsNaN(m) || math.IsNaN(a) || math.IsNaN(b) {
-			k, lp = sampleLogits(rng, in[2*i:2*i+2])
+		if finiteTwo(a, b) {
+			k, lp = drawTwo(rng, a, b, z[i], lse[i])
 		} else {
-			e0, e1 := 1.0, 1.0
-			if a < b {
-				e0 = z[i]
-			} else if b < a {
-				e1 = z[i]
-			}
-			l := lse[i]
-			u := rng.Float64() * (e0 + e1)
-			switch {
-			case e0 > 0 && u < e0:
-				k, lp = 0, a-l
-			case e1 > 0:
-				k, lp = 1, b-l
-			default:
-				k, lp = 0, a-l
-			}
+			k, lp = sampleLogits(rng, in[2*i:2*i+2])
 		}
 		actions[i] = float32(int64(k) + start)
 		logp[i] = float32(lp)
