@@ -182,18 +182,12 @@ func (b *vectorBaseEnv) PollColumns(dst *Batch) ([]int, error) {
 	b.faults = b.faults[:0]
 	b.polled = b.polled[:0]
 	if b.readyAll {
-		// After a step every sub-environment is ready, unless one failed.
+		// After a step every sub-environment is ready, unless one failed or was reset since.
 		b.readyAll = false
 		sets, res := b.tbl.sets[:b.n], b.res[:b.n]
-		allReady := b.clean
-		if !allReady {
-			allReady = true
-			for i := range sets {
-				allReady = allReady && sets[i].state == stReady
-			}
-		}
+		clean := b.clean
 		b.clean = false
-		if allReady {
+		if clean { // otherwise a state changed since the step: the list below sorts it out
 			for i := range sets {
 				if r := &res[i]; r.Terminated || r.Truncated {
 					sets[i].state = stEnded
