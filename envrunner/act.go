@@ -57,15 +57,18 @@ func (r *Runner) release(p *policy, a *agentRec) {
 	}
 }
 
-// record appends a processed observation row to the record's trajectory.
-func (r *Runner) record(a *agentRec, processed []float32) {
-	a.obs = append(a.obs, processed...)
-	if len(a.obs) > r.largeRows && !r.warnedLarge {
+// record appends a trajectory row for a processed observation and returns it (the rest of
+// the row is the caller's to write; see newRow).
+func (r *Runner) record(a *agentRec, processed []float32) []float32 {
+	row := a.newRow()
+	put(row, processed)
+	if len(a.tr) > a.pol.large && !r.warnedLarge {
 		r.warnLarge(a)
 	}
 	if !r.complete {
 		r.keep(a)
 	}
+	return row
 }
 
 // writeRows runs the agent connectors on rows that do not go through the model (final
@@ -77,10 +80,9 @@ func (r *Runner) writeRows(p *policy, rows []row) {
 		a := ro.rec
 		p.agent.Write(p.rowBuf, a.slot, ro.obs, ro.reward)
 		if a.collect {
-			r.record(a, p.rowBuf)
-			if p.hasValue {
-				a.vf = append(a.vf, 0)
-			}
+			// No model output for the row: its value (where the policy has one) is 0, and
+			// so is its action until randomRows writes one.
+			clear(r.record(a, p.rowBuf)[p.obsW:])
 		}
 	}
 	r.perf.add(phRawObs, time.Since(t0))
@@ -93,7 +95,7 @@ func (r *Runner) randomRows(p *policy) {
 	for _, ro := range p.infer {
 		act := p.sampleRandom(r.rng)
 		if ro.rec.collect {
-			ro.rec.actions = append(ro.rec.actions, act...)
+			copy(ro.rec.lastRow()[p.lay.act:], act)
 		}
 		r.send(p, ro.rec, act)
 	}
@@ -151,7 +153,11 @@ func (r *Runner) inferRows(p *policy) {
 				bulk = true
 			}
 		}
-		if !bulk || st != nil || r.collect {
+		// late: the rows are rows k..k+m-1 of the columns (none of them done: a final
+		// observation is a copy) and there is no state to gather, so a row is recorded
+		// after the run, all of it in one visit (the input rows stay as they are).
+		late := bulk && st == nil && !p.records
+		if !late && (!bulk || st != nil || r.collect) {
 			for j, ro := range rows {
 				a := ro.rec
 				dst := in[j*w : (j+1)*w]
@@ -160,15 +166,15 @@ func (r *Runner) inferRows(p *policy) {
 				}
 				p.slots[j] = a.slot
 				if a.collect {
-					r.record(a, dst)
+					tr := r.record(a, dst)
 					if st != nil && !a.done {
-						for s := range p.stateW {
-							a.stateIn[s] = append(a.stateIn[s], st.Row(s, a.slot)...)
+						for s, off := range p.lay.stateIn {
+							copy(tr[off:off+p.stateW[s]], st.Row(s, a.slot))
 						}
 					}
 				}
 			}
-		} // else: nothing to record and no state to gather (the slots are for the state)
+		} // else: nothing to record yet and no state to gather (the slots are for the state)
 		if st != nil {
 			st.Gather(p.slots[:m])
 		}
@@ -176,6 +182,13 @@ func (r *Runner) inferRows(p *policy) {
 		r.perf.add(phRawObs, t1.Sub(t0))
 		if err := p.sess.Run(); err != nil {
 			r.runErr = err
+			if !late {
+				for _, ro := range rows { // the rows recorded for this run get no model output
+					if ro.rec.collect {
+						clear(ro.rec.lastRow()[w:])
+					}
+				}
+			}
 			if r.ce != nil { // no row of this step gets its action
 				for _, ro := range p.infer {
 					ro.rec.pending = false
@@ -190,35 +203,55 @@ func (r *Runner) inferRows(p *policy) {
 		if p.hasValue {
 			vals = p.valueT.Float32()
 		}
-		if bulk && !r.collect && !p.records {
-			// Rows k..k+m-1 of the columns, none of them done (a final observation is a
-			// copy): the actions go into the action column in one copy.
+		bulkAct := bulk && !p.records && (late || !r.collect)
+		if bulkAct {
+			// The actions go into the action column in one copy (addColumn set pending; the
+			// last action is the column's row).
 			aw := p.actW
-			sent := r.cols.Actions[k*aw : (k+m)*aw]
-			copy(sent, act.Actions()) // addColumn set lastAct and pending
+			copy(r.cols.Actions[k*aw:(k+m)*aw], act.Actions())
 			r.sent += m
-			r.perf.add(phAction, time.Since(t2))
-			continue
 		}
-		for j, ro := range rows {
-			a := ro.rec
-			if a.collect && p.hasValue {
-				a.vf = append(a.vf, vals[j])
-			}
-			if a.done {
-				continue
-			}
-			if a.collect {
-				a.actions = append(a.actions, act.PolicyAction(j)...)
-				a.logp = append(a.logp, act.LogP(j))
-				a.dist = append(a.dist, act.DistInputs(j)...)
-				for s := range p.stateW {
-					a.stateOut[s] = append(a.stateOut[s], st.Row(s, a.slot)...)
+		switch {
+		case late && r.collect:
+			for j, ro := range rows {
+				if a := ro.rec; a.collect {
+					r.output(p, a, r.record(a, in[j*w:(j+1)*w]), j, vals)
 				}
 			}
-			r.send(p, a, act.Action(j))
+		case !bulkAct:
+			for j, ro := range rows {
+				a := ro.rec
+				if a.collect {
+					// The row record wrote for this observation (an agent has one a step).
+					r.output(p, a, a.tr[len(a.tr)-p.lay.stride:], j, vals)
+				}
+				if !a.done {
+					r.send(p, a, act.Action(j))
+				}
+			}
 		}
 		r.perf.add(phAction, time.Since(t2))
+	}
+}
+
+// output writes the model's outputs for row j of the run into the agent's trajectory row tr:
+// the value (vals is nil without a value output) and, unless the agent is done, the action
+// with its log-probability, distribution inputs and RNN states.
+func (r *Runner) output(p *policy, a *agentRec, tr []float32, j int, vals []float32) {
+	l := &p.lay
+	if vals != nil {
+		tr[l.vf] = vals[j]
+	}
+	if a.done { // a final observation, run for its value only: no action
+		clear(tr[l.act:])
+		return
+	}
+	act := p.conn.Action
+	put(tr[l.act:], act.PolicyAction(j))
+	tr[l.logp] = act.LogP(j)
+	put(tr[l.dist:], act.DistInputs(j))
+	for s, off := range l.stateOut {
+		copy(tr[off:off+p.stateW[s]], p.conn.State.Row(s, a.slot))
 	}
 }
 
@@ -328,30 +361,40 @@ func (r *Runner) emit(a *agentRec) {
 		return
 	}
 	p := a.pol
+	l := &p.lay
 	b := r.out.PolicyBatches[p.id]
-	w := p.obsW
-	b.Obs = append(b.Obs, a.obs[:n*w]...)
-	b.NewObs = append(b.NewObs, a.obs[w:(n+1)*w]...)
-	b.Actions = append(b.Actions, a.actions[:n*p.actW]...)
-	b.Rewards = append(b.Rewards, a.rewards[:n]...)
-	b.Terminateds = append(b.Terminateds, a.terms[:n]...)
-	b.Truncateds = append(b.Truncateds, a.truncs[:n]...)
-	for i := range int32(n) {
-		b.EpsID = append(b.EpsID, a.epsID)
-		b.EnvID = append(b.EnvID, a.envID)
-		b.AgentIndex = append(b.AgentIndex, a.index)
-		b.T = append(b.T, a.t0+i)
+	tr, s := a.tr, l.stride
+	b.Obs = gather(b.Obs, tr, s, 0, p.obsW, n)
+	b.NewObs = gather(b.NewObs, tr[s:], s, 0, p.obsW, n)
+	b.Actions = gather(b.Actions, tr, s, l.act, p.actW, n)
+	b.Rewards = gather(b.Rewards, tr, s, l.rew, 1, n)
+	off := len(b.Terminateds)
+	b.Terminateds = grow.N(b.Terminateds, n)
+	b.Truncateds = grow.N(b.Truncateds, n)
+	terms, truncs := b.Terminateds[off:], b.Truncateds[off:]
+	for i := range n {
+		f := int(tr[i*s+l.flags])
+		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
+	}
+	off = len(b.EpsID)
+	b.EpsID = grow.N(b.EpsID, n)
+	b.EnvID = grow.N(b.EnvID, n)
+	b.AgentIndex = grow.N(b.AgentIndex, n)
+	b.T = grow.N(b.T, n)
+	eps, envs, idx, ts := b.EpsID[off:], b.EnvID[off:], b.AgentIndex[off:], b.T[off:]
+	for i := range n {
+		eps[i], envs[i], idx[i], ts[i] = a.epsID, a.envID, a.index, a.t0+int32(i)
 	}
 	if !p.random {
-		b.ActionDistInputs = append(b.ActionDistInputs, a.dist[:n*p.distW]...)
-		b.ActionLogp = append(b.ActionLogp, a.logp[:n]...)
+		b.ActionDistInputs = gather(b.ActionDistInputs, tr, s, l.dist, p.distW, n)
+		b.ActionLogp = gather(b.ActionLogp, tr, s, l.logp, 1, n)
 	}
 	if p.hasValue {
-		b.VfPreds = append(b.VfPreds, a.vf[:n]...)
+		b.VfPreds = gather(b.VfPreds, tr, s, l.vf, 1, n)
 	}
-	for s, sw := range p.stateW {
-		b.StateIn[s] = append(b.StateIn[s], a.stateIn[s][:n*sw]...)
-		b.StateOut[s] = append(b.StateOut[s], a.stateOut[s][:n*sw]...)
+	for k, sw := range p.stateW {
+		b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
+		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
 	}
 	if len(p.stateW) > 0 {
 		for rem := n; rem > 0; rem -= r.maxSeq {
@@ -365,32 +408,80 @@ func (r *Runner) emit(a *agentRec) {
 	r.out.AgentSteps += n
 }
 
+// gather appends n rows of w values to dst: row i is src[i*stride+off:][:w]. The common
+// widths move a row as one array (no call, no inner loop).
+func gather(dst, src []float32, stride, off, w, n int) []float32 {
+	start := len(dst)
+	dst = grow.N(dst, n*w)
+	d := dst[start:]
+	switch w {
+	case 1:
+		for i := range n {
+			d[i] = src[i*stride+off]
+		}
+	case 2:
+		for i := range n {
+			o := i*stride + off
+			*(*[2]float32)(d[2*i:]) = [2]float32(src[o : o+2])
+		}
+	case 4:
+		for i := range n {
+			o := i*stride + off
+			*(*[4]float32)(d[4*i:]) = [4]float32(src[o : o+4])
+		}
+	default:
+		for i := range n {
+			o := i*stride + off
+			copy(d[i*w:(i+1)*w], src[o:o+w])
+		}
+	}
+	return dst
+}
+
+// put copies src into the start of dst; the common widths as one array (no call).
+func put(dst, src []float32) {
+	switch len(src) {
+	case 1:
+		dst[0] = src[0]
+	case 2:
+		*(*[2]float32)(dst) = [2]float32(src)
+	case 4:
+		*(*[4]float32)(dst) = [4]float32(src)
+	default:
+		copy(dst, src)
+	}
+}
+
 // gae appends advantages and value targets for the record's n complete transitions (RLlib's
 // compute_advantages with use_gae): the chunk is bootstrapped with the value of its last new
 // observation unless it ends with a termination.
 func (r *Runner) gae(b *SampleBatch, a *agentRec, n int) {
 	gamma, lambda := r.cfg.GAE.Gamma, r.cfg.GAE.Lambda
 	p := a.pol
+	l := &p.lay
+	tr, s := a.tr, l.stride
+	// v(i) is the value of observation row i; 0 without a value output (or past the rows).
 	v := func(i int) float64 {
-		if !p.hasValue || i >= len(a.vf) {
+		if !p.hasValue || (i+1)*s > len(tr) {
 			return 0
 		}
-		return float64(a.vf[i])
+		return float64(tr[i*s+l.vf])
 	}
 	last := 0.0
-	if !a.terms[n-1] {
+	if int(tr[(n-1)*s+l.flags])&flagTerminated == 0 {
 		last = v(n)
 	}
 	off := len(b.Advantages)
-	b.Advantages = append(b.Advantages, make([]float32, n)...)
-	b.ValueTargets = append(b.ValueTargets, make([]float32, n)...)
+	b.Advantages = grow.N(b.Advantages, n)
+	b.ValueTargets = grow.N(b.ValueTargets, n)
 	adv, vt := b.Advantages[off:], b.ValueTargets[off:]
 	acc := 0.0
 	next := last
+	gl := gamma * lambda
 	for i := n - 1; i >= 0; i-- {
 		vi := v(i)
-		delta := float64(a.rewards[i]) + gamma*next - vi
-		acc = delta + gamma*lambda*acc
+		delta := float64(tr[i*s+l.rew]) + gamma*next - vi
+		acc = delta + gl*acc
 		adv[i] = float32(acc)
 		vt[i] = float32(acc + vi)
 		next = vi

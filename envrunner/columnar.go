@@ -38,6 +38,7 @@ func (r *Runner) addColumns(ready []int) {
 	steps := 0
 	var p *policy
 	var infer []row
+	var stride, rew, flags int // p's trajectory layout
 	for _, e := range ready {
 		if e >= len(eps) || r.stepCB {
 			r.addColumn(e)
@@ -61,12 +62,6 @@ func (r *Runner) addColumns(ready []int) {
 		if !ep.extra {
 			steps++
 		}
-		if a.collect {
-			a.rewards = append(a.rewards, float32(reward))
-			a.terms = append(a.terms, false)
-			a.truncs = append(a.truncs, false)
-			a.n++
-		}
 		// a.pending stays set: the row gets its action in this step.
 		if a.pol != p {
 			if p != nil {
@@ -74,6 +69,13 @@ func (r *Runner) addColumns(ready []int) {
 			}
 			p = a.pol
 			infer = p.infer
+			stride, rew, flags = p.lay.stride, p.lay.rew, p.lay.flags
+		}
+		if a.collect {
+			// The transition's reward, and its flags: not done.
+			tr := a.tr[a.n*stride:]
+			tr[rew], tr[flags] = float32(reward), 0
+			a.n++
 		}
 		pushRow(&infer, a, c.ObsRow(e), reward)
 	}

@@ -1,6 +1,8 @@
 package envrunner
 
 import (
+	"slices"
+
 	"github.com/onnxrl/sampler/env"
 )
 
@@ -142,10 +144,16 @@ type RolloutMetrics struct {
 // agentRec is one agent of one episode: where it stands, and its trajectory since the last
 // cut (RLlib's AgentCollector). Observation rows o_0..o_k are kept (k+1 of them); the
 // transitions 0..n-1 are complete (reward and new observation known); a pending action at
-// index n waits for its reward. Per-transition columns hold n (or n+1 with a pending action)
-// entries.
+// row n waits for its reward.
+//
+// The trajectory is row-major (tr): row i holds o_i and what belongs to it, at the offsets
+// of the policy's trajLayout: the value of o_i, the action taken at o_i with its
+// log-probability, distribution inputs and RNN states, and the reward and done flags of
+// transition i once they are known. A step writes each agent's values into one place
+// instead of appending to a column per value (a column per value and agent is thousands of
+// write streams over a vector env); emit gathers the rows into the batch's columns.
 type agentRec struct {
-	// The fields every step touches fill the first cache line (the struct's size is a
+	// The fields every step touches fill the first two cache lines (the struct's size is a
 	// multiple of 64 bytes, so each record starts on a line; a test checks it).
 	ep      *Episode
 	pol     *policy
@@ -160,6 +168,8 @@ type agentRec struct {
 	// inCol: the last observation, info and reward are row envID of col (and so is the
 	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
 	inCol bool
+	n     int       // complete transitions
+	tr    []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
 	col        *env.Columns // the runner's columns, for a record of a columnar runner
 	lastObs    []float32
@@ -175,71 +185,95 @@ type agentRec struct {
 	final   []float32 // a copy of the final observation (storage kept across reuse)
 	lastBuf []float32 // a copy of the last action (storage kept across reuse)
 
-	// Trajectory since the last cut.
-	obs      []float32 // rows o_0..o_k (ObsWidth each)
-	vf       []float32 // value of each obs row (when the model has a value output)
-	actions  []float32
-	logp     []float32
-	dist     []float32
-	rewards  []float32
-	terms    []bool
-	truncs   []bool
-	stateIn  [][]float32
-	stateOut [][]float32
-	n        int // complete transitions
+	_ [16]byte // to a multiple of 64 bytes
+}
 
-	_ [56]byte // to a multiple of 64 bytes
+// Flags of a trajectory row's transition (trajLayout.flags).
+const (
+	flagTerminated = 1
+	flagTruncated  = 2
+)
+
+// trajLayout places a policy's values in a row of an agent's trajectory. The observation
+// is at offset 0; an offset is -1 when the policy has no such value.
+type trajLayout struct {
+	stride            int // values per row
+	vf                int // value of the observation (models with a value output)
+	act               int // the action taken at the observation (actW values)
+	logp, dist        int // its log-probability and distribution inputs (models)
+	rew               int // reward of the transition that starts at the row
+	flags             int // flagTerminated | flagTruncated of that transition, as a float32
+	stateIn, stateOut []int
+}
+
+// newTrajLayout lays out a row for the policy's widths.
+func newTrajLayout(p *policy) trajLayout {
+	l := trajLayout{vf: -1, logp: -1, dist: -1}
+	next := func(w int) int {
+		off := l.stride
+		l.stride += w
+		return off
+	}
+	next(p.obsW)
+	if p.hasValue {
+		l.vf = next(1)
+	}
+	l.act = next(p.actW)
+	if !p.random {
+		l.logp, l.dist = next(1), next(p.distW)
+	}
+	l.rew, l.flags = next(1), next(1)
+	for _, w := range p.stateW {
+		l.stateIn = append(l.stateIn, next(w))
+		l.stateOut = append(l.stateOut, next(w))
+	}
+	return l
 }
 
 // rows returns the number of observation rows kept.
-func (a *agentRec) rows() int {
-	if a.pol.obsW == 0 {
-		return 0
+func (a *agentRec) rows() int { return len(a.tr) / a.pol.lay.stride }
+
+// lastRow returns the last trajectory row.
+func (a *agentRec) lastRow() []float32 {
+	s := a.pol.lay.stride
+	return a.tr[len(a.tr)-s:]
+}
+
+// newRow appends a trajectory row and returns it. The row is not cleared: its values are
+// the caller's to write, every one of them (record writes the observation; the value,
+// action, log-probability, distribution inputs and RNN states are written after the
+// model's run, or cleared where the row has none; the reward and flags when its transition
+// completes, or by keepLast).
+func (a *agentRec) newRow() []float32 {
+	s := a.pol.lay.stride
+	n := len(a.tr)
+	if cap(a.tr)-n < s {
+		a.tr = slices.Grow(a.tr, s)
 	}
-	return len(a.obs) / a.pol.obsW
+	a.tr = a.tr[:n+s]
+	return a.tr[n:]
 }
 
 // clearTrajectory drops all kept data.
 func (a *agentRec) clearTrajectory() {
-	a.obs, a.vf, a.actions, a.logp, a.dist = a.obs[:0], a.vf[:0], a.actions[:0], a.logp[:0], a.dist[:0]
-	a.rewards, a.terms, a.truncs = a.rewards[:0], a.terms[:0], a.truncs[:0]
-	for k := range a.stateIn {
-		a.stateIn[k] = a.stateIn[k][:0]
-		a.stateOut[k] = a.stateOut[k][:0]
-	}
+	a.tr = a.tr[:0]
 	a.n = 0
 }
 
 // keepLast drops the complete transitions 0..n-1, keeping the last observation row (and its
-// pending action), which becomes index 0.
+// pending action), which becomes row 0.
 func (a *agentRec) keepLast() {
-	p := a.pol
-	n := a.n
-	w := p.obsW
-	k := a.rows() - 1
+	s := a.pol.lay.stride
+	k := len(a.tr)/s - 1
 	if k < 0 {
 		return
 	}
-	a.obs = append(a.obs[:0], a.obs[k*w:(k+1)*w]...)
-	if len(a.vf) > k {
-		a.vf = append(a.vf[:0], a.vf[k])
-	}
-	shift := func(col []float32, width int) []float32 {
-		m := len(col)/max(width, 1) - n
-		if width == 0 || m <= 0 {
-			return col[:0]
-		}
-		copy(col, col[n*width:])
-		return col[:m*width]
-	}
-	a.actions = shift(a.actions, p.actW)
-	a.logp = shift(a.logp, 1)
-	a.dist = shift(a.dist, p.distW)
-	for s := range a.stateIn {
-		a.stateIn[s] = shift(a.stateIn[s], p.stateW[s])
-		a.stateOut[s] = shift(a.stateOut[s], p.stateW[s])
-	}
-	a.rewards, a.terms, a.truncs = a.rewards[:0], a.terms[:0], a.truncs[:0]
-	a.t0 += int32(n)
+	copy(a.tr[:s], a.tr[k*s:])
+	a.tr = a.tr[:s]
+	// Its transition's reward and flags are not known yet: they are written when it
+	// completes (cleared here for a record that never completes it).
+	l := &a.pol.lay
+	a.tr[l.rew], a.tr[l.flags] = 0, 0
+	a.t0 += int32(a.n)
 	a.n = 0
 }

@@ -71,6 +71,8 @@ type policy struct {
 	next      int
 	rowBuf    []float32 // a random policy's processed observation rows; also scratch
 	rows0     int       // trajectory rows a new record has room for (a fragment's worth)
+	lay       trajLayout
+	large     int       // trajectory values one agent may buffer before the large-batch warning
 	actRnd    []float32 // a random policy's actions
 	pool      []*agentRec
 }
@@ -99,6 +101,7 @@ func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
 		p.rowBuf = make([]float32, p.obsW)
 		p.actRnd = make([]float32, p.actW)
 		p.records = agent.RecordsActions()
+		p.lay = newTrajLayout(p)
 		return p, nil
 	}
 	if cfg.Policy == nil {
@@ -141,6 +144,7 @@ func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
 		p.close()
 		return nil, fmt.Errorf("envrunner: policy %q: %w", id, err)
 	}
+	p.lay = newTrajLayout(p)
 	return p, nil
 }
 
@@ -208,24 +212,8 @@ func (p *policy) newRec() *agentRec {
 	}
 	// Room for a fragment's worth of rows, so that records stop growing once the pool has
 	// enough of them (steady state without allocations).
-	n := p.rows0
 	a := &agentRec{pol: p}
-	a.obs = make([]float32, 0, n*p.obsW)
-	a.actions = make([]float32, 0, n*p.actW)
-	a.rewards, a.terms, a.truncs = make([]float32, 0, n), make([]bool, 0, n), make([]bool, 0, n)
-	if !p.random {
-		a.logp, a.dist = make([]float32, 0, n), make([]float32, 0, n*p.distW)
-	}
-	if p.hasValue {
-		a.vf = make([]float32, 0, n)
-	}
-	if k := len(p.stateW); k > 0 {
-		a.stateIn = make([][]float32, k)
-		a.stateOut = make([][]float32, k)
-		for s, w := range p.stateW {
-			a.stateIn[s], a.stateOut[s] = make([]float32, 0, n*w), make([]float32, 0, n*w)
-		}
-	}
+	a.tr = make([]float32, 0, p.rows0*p.lay.stride)
 	return a
 }
 

@@ -118,7 +118,6 @@ type Runner struct {
 	rewards  []AgentReward
 
 	sinceCutEnv, sinceCutAgent int
-	largeRows                  int // obs values one agent may buffer before the large-batch warning
 
 	totalEnvSteps, totalAgentSteps int64
 	episodesDone, faulty           int64
@@ -232,13 +231,8 @@ func New(cfg Config) (*Runner, error) {
 		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
 	}
 	r.target = cfg.FragmentLength * cfg.NumEnvs
-	r.largeRows = math.MaxInt
-	if len(r.policies) > 0 {
-		w := 1
-		for _, p := range r.policies {
-			w = max(w, p.obsW)
-		}
-		r.largeRows = max(1000, cfg.FragmentLength*10) * w
+	for _, p := range r.policies {
+		p.large = r.largeRows() * p.lay.stride
 	}
 	r.useColumns()
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
@@ -476,11 +470,15 @@ func (r *Runner) Step() error {
 	return nil
 }
 
+// largeRows is the number of observations one agent may buffer before the large-batch
+// warning.
+func (r *Runner) largeRows() int { return max(1000, r.cfg.FragmentLength*10) }
+
 // warnLarge warns, once, that an agent's trajectory grows without its episode ending or a
 // fragment cutting it (RLlib's large batch warning).
 func (r *Runner) warnLarge(a *agentRec) {
 	r.warnedLarge = true
-	limit := max(1000, r.cfg.FragmentLength*10)
+	limit := r.largeRows()
 	r.log.Warn(fmt.Sprintf("envrunner: more than %d observations of one agent are buffered in the sampler. "+
 		"If this is more than you expected, check that the environment's episodes end (set a time limit); "+
 		"in multi-agent environments rollout_fragment_length counts environment steps, not the steps of "+
@@ -637,11 +635,11 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 			r.touched = append(r.touched, ep)
 		}
 		if a.collect {
-			a.rewards = append(a.rewards, float32(reward))
-			a.terms = append(a.terms, terminated)
-			a.truncs = append(a.truncs, truncated)
+			l := &p.lay
+			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
+			row[l.rew], row[l.flags] = float32(reward), doneFlags(terminated, truncated)
 			if offPolicy != nil && len(offPolicy) == p.actW {
-				copy(a.actions[a.n*p.actW:(a.n+1)*p.actW], offPolicy)
+				copy(row[l.act:l.act+p.actW], offPolicy)
 			}
 			a.n++
 		}
@@ -657,6 +655,18 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 	} else {
 		pushRow(&p.plain, a, obs, reward)
 	}
+}
+
+// doneFlags returns a trajectory row's flags for a transition that ends an episode.
+func doneFlags(terminated, truncated bool) float32 {
+	var f float32
+	if terminated {
+		f += flagTerminated
+	}
+	if truncated {
+		f += flagTruncated
+	}
+	return f
 }
 
 // pushRow appends a row, writing its fields in place (see grow.Zero).

@@ -1,6 +1,8 @@
 // Package grow appends to slices in place.
 package grow
 
+import "slices"
+
 // Zero appends a zero element to *s and returns a pointer to it, for the caller to fill
 // field by field. Appending a filled struct builds it aside and copies it whole; on amd64
 // that copy's wide loads cannot be forwarded from the narrow stores that built it, and the
@@ -15,4 +17,15 @@ func Zero[T any](s *[]T) *T {
 		*s = append(*s, *new(T))
 	}
 	return &(*s)[n]
+}
+
+// N extends s by n elements and returns it, growing the storage as append does. The new
+// elements are not cleared: they hold whatever the storage held, and the caller writes
+// every one of them (a bulk fill that would otherwise clear them first).
+func N[T any](s []T, n int) []T {
+	l := len(s)
+	if cap(s)-l < n {
+		s = slices.Grow(s, n)
+	}
+	return s[:l+n]
 }

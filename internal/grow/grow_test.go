@@ -25,3 +25,20 @@ func TestZero(t *testing.T) {
 		t.Fatalf("after growing: %v", s)
 	}
 }
+
+func TestN(t *testing.T) {
+	s := make([]int, 1, 3)
+	s[0] = 7
+	s = N(s, 2) // within the capacity
+	if len(s) != 3 || cap(s) != 3 || s[0] != 7 {
+		t.Fatalf("N within the capacity: len %d cap %d %v", len(s), cap(s), s)
+	}
+	s[1], s[2] = 8, 9
+	s = N(s, 5) // grows, keeping the elements
+	if len(s) != 8 || s[0] != 7 || s[1] != 8 || s[2] != 9 {
+		t.Fatalf("N past the capacity: len %d %v", len(s), s)
+	}
+	if s = N(s[:0], 0); len(s) != 0 {
+		t.Fatalf("N by 0: len %d", len(s))
+	}
+}
