@@ -48,8 +48,8 @@ type ActionPipeline struct {
 	logp       []float32
 	distInputs []float32
 	scratch    []float32    // a float32 copy of an integer action output
-	two        *Categorical // dist when it is a Categorical of two logits (sampled in bulk)
-	twoBuf     []float64    // scratch of sampleTwoRows
+	two        *Categorical // dist when it is a Categorical of two logits (computed in bulk)
+	twoBuf     []float64    // scratch of sampleTwoRows and modeTwoRows
 
 	// Bound session tensors (BindSession).
 	out, logStd *inference.Tensor
@@ -130,8 +130,12 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 
 // computeRows samples or takes the mode of each row, with its log-probability.
 func (p *ActionPipeline) computeRows(rng *rand.Rand, di []float32, batch int) {
-	if p.two != nil && p.cfg.Explore {
-		sampleTwoRows(rng, di, p.two.Start, p.policy[:batch], p.logp[:batch], p.twoBuf)
+	if p.two != nil {
+		if p.cfg.Explore {
+			sampleTwoRows(rng, di, p.two.Start, p.policy[:batch], p.logp[:batch], p.twoBuf)
+		} else {
+			modeTwoRows(di, p.two.Start, p.policy[:batch], p.logp[:batch], p.twoBuf)
+		}
 		return
 	}
 	w, n := p.dist.InputSize(), p.dist.ActionSize()

@@ -212,64 +212,130 @@ func sampleTwo(rng *rand.Rand, l0, l1 float32) (int, float64) {
 		return sampleLogits(rng, []float32{l0, l1})
 	}
 	z := math.Exp(min(a, b) - max(a, b))
-	return drawTwo(rng, a, b, z, max(a, b)+math.Log(1+z))
+	lse := max(a, b) + math.Log(1+z)
+	k := pickTwo(rng.Float64(), a, b, z)
+	return k, [2]float64{a, b}[k] - lse
 }
 
-// finiteTwo reports whether two logits take drawTwo's path (otherwise sampleLogits').
+// finiteTwo reports whether two logits take pickTwo's path (otherwise sampleLogits').
 func finiteTwo(a, b float64) bool {
 	m := max(a, b)
 	return !math.IsInf(m, 0) && !math.IsNaN(m) && !math.IsNaN(a) && !math.IsNaN(b)
 }
 
-// drawTwo draws between finite logits a and b: z = exp(min-max) is the less likely one's
-// weight (the likelier one's is exp(0) = 1) and lse = max + log(1+z). The draw and the
-// log-probability are sampleLogits', bit for bit.
-func drawTwo(rng *rand.Rand, a, b, z, lse float64) (int, float64) {
-	e0, e1 := 1.0, 1.0
+// pickTwo returns the index (0 or 1) that sampleLogits draws between the logits a and b,
+// which pass finiteTwo, for the uniform f = rng.Float64(), given z = exp(min(a,b) - max(a,b)):
+// the less likely logit's weight (the likelier one's is exp(0) = 1).
+//
+// It has no branch: a policy's two logits are often near 50/50, so that which one is larger,
+// and which index is drawn, go either way at random, and a branch on either would be
+// mispredicted about half the time. Index 0's weight is chosen by an integer select on its
+// bits (a conditional move: the compiler emits one for an integer assigned in an if that
+// does nothing else, not for a float) and the index is a comparison's flag (SETcc).
+//
+// sampleLogits passes over an index of weight 0, and this needs no test here: u = f*(e0+e1)
+// with f in [0, 1), so when e0 = 0, u < e0 is false and index 1 is drawn, and when e1 = 0,
+// e0 = 1 and u = f < e0, so index 0 is drawn, as sampleLogits draws them. (The two are
+// never both 0: the likelier logit's weight is 1.)
+func pickTwo(f, a, b, z float64) int {
+	w0, zb := math.Float64bits(1), math.Float64bits(z)
 	if a < b {
-		e0 = z
-	} else if b < a {
-		e1 = z
+		w0 = zb // a is the less likely
 	}
-	u := rng.Float64() * (e0 + e1)
-	if e0 > 0 && u < e0 {
-		return 0, a - lse
+	e0 := math.Float64frombits(w0)
+	// e0+e1 is z+1, 1+z, or 1+1 = 1+z on a tie (z = exp(0) = 1): always 1+z.
+	u := f * (1 + z)
+	k := 1
+	if u < e0 {
+		k = 0
 	}
-	if e1 > 0 {
-		return 1, b - lse
-	}
-	return 0, a - lse
+	return k
 }
+
+// lseTwoRows sets z[i] = exp(min(a,b) - max(a,b)) and lse[i] = max(a,b) + log(1+z[i]) for
+// each row i of two logits a, b in in (len(z) rows), as sampleTwo computes them. lse[i] is
+// also logSumExp of the row, bit for bit (its sum of exps is 0+1+z or 0+z+1). It is finite
+// exactly when finiteTwo holds for the row: a NaN logit makes z and lse NaN, a +Inf one
+// makes lse +Inf or NaN (Inf-Inf), two -Inf make z NaN; otherwise the max is a finite
+// float32 and log(1+z) is in [0, log 2].
+//
+// The exps and the logs of all rows are computed in loops of their own, so that the rows'
+// long dependency chains overlap in the CPU instead of each row waiting on its own. The
+// loops call math.Exp and math.Log themselves: with each call wrapped in a small function
+// that was not inlined, the exps measured about four times slower.
+func lseTwoRows(in []float32, z, lse []float64) {
+	lse = lse[:len(z)]
+	for i := range z {
+		row := in[2*i : 2*i+2 : 2*i+2]
+		a, b := float64(row[0]), float64(row[1])
+		m := max(a, b)
+		lse[i] = m // the max until the next loop adds log(1+z)
+		z[i] = math.Exp(min(a, b) - m)
+	}
+	for i, zi := range z {
+		lse[i] += math.Log(1 + zi)
+	}
+}
+
+// isFinite reports whether x is neither infinite nor NaN.
+func isFinite(x float64) bool { return math.Abs(x) <= math.MaxFloat64 }
 
 // sampleTwoRows is sampleTwo over rows of two logits (in holds len(actions) rows), writing
 // each row's action (index + start) and log-probability. The draws and log-probabilities are
-// those of sampleTwo row by row, bit for bit, in the same order from rng; the exps and the
-// logs of all rows are computed in loops of their own first, so that they overlap in the CPU
-// instead of each row waiting on its own. scratch holds at least 2*len(actions) values.
+// those of sampleTwo row by row, bit for bit, in the same order from rng, one Float64 per
+// row. scratch holds at least 2*len(actions) values.
+//
+// The exps and logs come first (lseTwoRows); the draw loop then has no branch that goes
+// either way at random (see pickTwo): its one test, for a row that sampleTwo hands to
+// sampleLogits, is not taken for a sane policy.
 func sampleTwoRows(rng *rand.Rand, in []float32, start int64, actions, logp []float32, scratch []float64) {
 	rows := len(actions)
 	checkLen("sampleTwoRows", "in", len(in), 2*rows)
 	checkLen("sampleTwoRows", "logp", len(logp), rows)
 	z, lse := scratch[:rows], scratch[rows:2*rows]
+	lseTwoRows(in, z, lse)
 	for i := range rows {
-		a, b := float64(in[2*i]), float64(in[2*i+1])
-		z[i] = math.Exp(min(a, b) - max(a, b))
+		row := in[2*i : 2*i+2 : 2*i+2]
+		if !isFinite(lse[i]) {
+			k, lp := sampleLogits(rng, row)
+			actions[i] = float32(int64(k) + start)
+			logp[i] = float32(lp)
+			continue
+		}
+		k := pickTwo(rng.Float64(), float64(row[0]), float64(row[1]), z[i])
+		actions[i] = float32(int64(k) + start)
+		logp[i] = float32(float64(row[k&1]) - lse[i]) // k&1: no bounds check
 	}
+}
+
+// modeTwoRows is Categorical.Mode over rows of two logits (in holds len(actions) rows),
+// writing each row's argmax (index + start, the first on ties) and its log-probability,
+// bit for bit those of Mode. scratch holds at least 2*len(actions) values.
+//
+// As in sampleTwoRows, the exps and logs come first (lseTwoRows, with one exp per row where
+// logSumExp takes two), and the argmax is a comparison's flag rather than a branch.
+func modeTwoRows(in []float32, start int64, actions, logp []float32, scratch []float64) {
+	rows := len(actions)
+	checkLen("modeTwoRows", "in", len(in), 2*rows)
+	checkLen("modeTwoRows", "logp", len(logp), rows)
+	z, lse := scratch[:rows], scratch[rows:2*rows]
+	lseTwoRows(in, z, lse)
 	for i := range rows {
-		a, b := float64(in[2*i]), float64(in[2*i+1])
-		lse[i] = max(a, b) + math.Log(1+z[i])
-	}
-	for i := range rows {
-		a, b := float64(in[2*i]), float64(in[2*i+1])
-		var k int
-		var lp float64
-		if finiteTwo(a, b) {
-			k, lp = drawTwo(rng, a, b, z[i], lse[i])
-		} else {
-			k, lp = sampleLogits(rng, in[2*i:2*i+2])
+		row := in[2*i : 2*i+2 : 2*i+2]
+		if !isFinite(lse[i]) {
+			// Mode's own computation (logSumExp returns an infinite or NaN max as it is).
+			k := argmax(row)
+			actions[i] = float32(int64(k) + start)
+			logp[i] = float32(float64(row[k]) - logSumExp(row))
+			continue
+		}
+		// argmax: neither logit is NaN here.
+		k := 0
+		if row[1] > row[0] {
+			k = 1
 		}
 		actions[i] = float32(int64(k) + start)
-		logp[i] = float32(lp)
+		logp[i] = float32(float64(row[k&1]) - lse[i])
 	}
 }
 

@@ -134,3 +134,175 @@ func TestSampleTwoRowsMatchesSample(t *testing.T) {
 		require.Equal(t, r2.Uint64(), r1.Uint64(), "the random sources drifted apart")
 	}
 }
+
+// twoLogitRows returns rows of two logits that stress the two-logit fast paths: ordinary
+// ones, near ties (equal, one float32 ulp apart, or closer than float32 rounding of a small
+// gap), huge gaps (where z = exp(min-max) is subnormal or 0), a -Inf logit beside a finite
+// one (z = 0), and now and then a row that has to fall back (NaN, +Inf, two -Inf).
+func twoLogitRows(gen *rand.Rand, rows int) []float32 {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	in := make([]float32, 2*rows)
+	for i := range rows {
+		a := float32(gen.NormFloat64() * 4)
+		var b float32
+		switch gen.IntN(10) {
+		case 0:
+			b = a
+		case 1:
+			b = math.Nextafter32(a, float32(math.Inf(2*gen.IntN(2)-1)))
+		case 2:
+			b = a + float32(gen.NormFloat64()*1e-6)
+		case 3:
+			b = a + float32(gen.NormFloat64()*800) // exp underflows past about -745
+		case 4:
+			b = a - float32(700+gen.Float64()*60) // around the subnormal range of exp
+		case 5:
+			switch gen.IntN(8) {
+			case 0:
+				b = nan
+			case 1:
+				b = inf
+			case 2:
+				a, b = -inf, -inf
+			default:
+				b = -inf
+			}
+		default:
+			b = float32(gen.NormFloat64() * 4)
+		}
+		if gen.IntN(2) == 0 {
+			a, b = b, a
+		}
+		in[2*i], in[2*i+1] = a, b
+	}
+	return in
+}
+
+// TestSampleTwoRowsRandom checks the bulk two-logit sampler against sampleTwo and against
+// the general sampleLogits row by row, from copies of one random source, on 100k rows in
+// batches of random sizes: the same actions, the same float32 log-probabilities (bit for
+// bit), and the random sources in step afterwards.
+func TestSampleTwoRowsRandom(t *testing.T) {
+	gen := rand.New(rand.NewPCG(11, 12))
+	for done := 0; done < 100_000; {
+		rows := 1 + gen.IntN(600)
+		done += rows
+		in := twoLogitRows(gen, rows)
+		start := gen.Int64N(5) - 2
+		seed := gen.Uint64()
+		r1, r2, r3 := rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1)), rand.New(rand.NewPCG(seed, 1))
+		acts, logp := make([]float32, rows), make([]float32, rows)
+		sampleTwoRows(r1, in, start, acts, logp, make([]float64, 2*rows))
+		for i := range rows {
+			row := in[2*i : 2*i+2]
+			k2, lp2 := sampleTwo(r2, row[0], row[1])
+			k3, lp3 := sampleLogits(r3, row)
+			require.Equal(t, float32(int64(k2)+start), acts[i], "row %d logits %v: sampleTwo", i, row)
+			require.Equal(t, math.Float32bits(float32(lp2)), math.Float32bits(logp[i]), "row %d logits %v: sampleTwo's logp %v, got %v", i, row, lp2, logp[i])
+			require.Equal(t, k3, k2, "row %d logits %v: sampleLogits", i, row)
+			require.Equal(t, math.Float64bits(lp3), math.Float64bits(lp2), "row %d logits %v: sampleLogits' logp %v, sampleTwo's %v", i, row, lp3, lp2)
+		}
+		next := r1.Uint64()
+		require.Equal(t, next, r2.Uint64(), "the random sources drifted apart")
+		require.Equal(t, next, r3.Uint64(), "the random sources drifted apart")
+	}
+}
+
+// TestPickTwoAtTheBoundary checks the branchless two-logit draw against sampleLogits' draw
+// (written out here for a given uniform f) where they could part: f at and around the point
+// where u = f*(e0+e1) crosses e0, at 0 and just below 1, with ties, gaps that make z
+// subnormal or 0, and a -Inf logit.
+func TestPickTwoAtTheBoundary(t *testing.T) {
+	ref := func(f float64, logits [2]float64) int {
+		m := max(logits[0], logits[1])
+		e := [2]float64{math.Exp(logits[0] - m), math.Exp(logits[1] - m)}
+		u := f * (0 + e[0] + e[1])
+		c, last := 0.0, 0
+		for i, p := range e {
+			if p <= 0 {
+				continue
+			}
+			last = i
+			c += p
+			if u < c {
+				return i
+			}
+		}
+		return last
+	}
+	gen := rand.New(rand.NewPCG(13, 14))
+	pairs := [][2]float64{{0, 0}, {1, 1}, {0, 1e-7}, {1e-7, 0}, {0, 745.5}, {745.5, 0}, {0, 800}, {-800, 0},
+		{0, math.Inf(-1)}, {math.Inf(-1), 2}, {3, float64(math.Nextafter32(3, 4))}}
+	for range 2000 {
+		pairs = append(pairs, [2]float64{float64(float32(gen.NormFloat64() * 3)), float64(float32(gen.NormFloat64() * 3))})
+	}
+	for _, p := range pairs {
+		a, b := p[0], p[1]
+		z := math.Exp(min(a, b) - max(a, b))
+		e0 := z
+		if a >= b {
+			e0 = 1
+		}
+		// f where f*(e0+e1) reaches e0, and its neighbours.
+		fs := []float64{0, 0x1p-53, 0.5, 1 - 0x1p-53}
+		c := e0 / (1 + z)
+		for i, f := 0, c; i < 4; i, f = i+1, math.Nextafter(f, 0) {
+			fs = append(fs, f)
+		}
+		for i, f := 0, c; i < 4; i, f = i+1, math.Nextafter(f, 1) {
+			fs = append(fs, f)
+		}
+		for _, f := range fs {
+			if f < 0 || f >= 1 {
+				continue
+			}
+			require.Equal(t, ref(f, p), pickTwo(f, a, b, z), "f %v logits %v", f, p)
+		}
+	}
+}
+
+// TestModeTwoRowsMatchesMode checks the bulk two-logit mode against Categorical.Mode row by
+// row: the same actions and float32 log-probabilities, bit for bit, also through the
+// pipeline (mode with its log-probability), which allocates nothing.
+func TestModeTwoRowsMatchesMode(t *testing.T) {
+	gen := rand.New(rand.NewPCG(15, 16))
+	for _, start := range []int64{0, -1, 4} {
+		const rows = 5000
+		in := twoLogitRows(gen, rows)
+		c := &Categorical{N: 2, Start: start}
+		acts, logp := make([]float32, rows), make([]float32, rows)
+		modeTwoRows(in, start, acts, logp, make([]float64, 2*rows))
+		p, err := NewActionPipeline(c, &spaces.Discrete{N: 2, Start: start}, ActionConfig{}, rows)
+		require.NoError(t, err)
+		p.Compute(nil, rows, in, nil)
+		want := make([]float32, 1)
+		for i := range rows {
+			row := in[2*i : 2*i+2]
+			lp := float32(c.Mode(row, want))
+			require.Equal(t, want[0], acts[i], "row %d logits %v", i, row)
+			require.Equal(t, math.Float32bits(lp), math.Float32bits(logp[i]), "row %d logits %v: %v vs %v", i, row, logp[i], lp)
+			require.Equal(t, want[0], p.Action(i)[0], "pipeline row %d", i)
+			require.Equal(t, math.Float32bits(lp), math.Float32bits(p.LogP(i)), "pipeline row %d", i)
+		}
+		require.Zero(t, testing.AllocsPerRun(20, func() { p.Compute(nil, rows, in, nil) }))
+	}
+}
+
+// TestSampleTwoRowsPipelineNoAlloc checks that the pipeline samples two logits in bulk
+// without allocating, with the actions and log-probabilities of Categorical.Sample.
+func TestSampleTwoRowsPipelineNoAlloc(t *testing.T) {
+	const rows = 256
+	c := &Categorical{N: 2, Start: 1}
+	p, err := NewActionPipeline(c, &spaces.Discrete{N: 2, Start: 1}, ActionConfig{Explore: true}, rows)
+	require.NoError(t, err)
+	in := twoLogitRows(rand.New(rand.NewPCG(17, 18)), rows)
+	r1, r2 := rand.New(rand.NewPCG(19, 20)), rand.New(rand.NewPCG(19, 20))
+	p.Compute(r1, rows, in, nil)
+	want := make([]float32, 1)
+	for i := range rows {
+		lp := float32(c.Sample(r2, in[2*i:2*i+2], want))
+		require.Equal(t, want[0], p.Action(i)[0], "row %d", i)
+		require.Equal(t, math.Float32bits(lp), math.Float32bits(p.LogP(i)), "row %d", i)
+	}
+	require.Zero(t, testing.AllocsPerRun(20, func() { p.Compute(r1, rows, in, nil) }))
+}
