@@ -363,34 +363,36 @@ func (r *Runner) emit(a *agentRec) {
 	p := a.pol
 	l := &p.lay
 	b := r.out.PolicyBatches[p.id]
-	tr, s := a.tr, l.stride
-	b.Obs = gather(b.Obs, tr, s, 0, p.obsW, n)
-	b.NewObs = gather(b.NewObs, tr[s:], s, 0, p.obsW, n)
-	b.Actions = gather(b.Actions, tr, s, l.act, p.actW, n)
-	b.Rewards = gather(b.Rewards, tr, s, l.rew, 1, n)
-	off := len(b.Terminateds)
-	b.Terminateds = grow.N(b.Terminateds, n)
-	b.Truncateds = grow.N(b.Truncateds, n)
-	terms, truncs := b.Terminateds[off:], b.Truncateds[off:]
-	for i := range n {
-		f := int(tr[i*s+l.flags])
-		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
-	}
-	off = len(b.EpsID)
-	b.EpsID = grow.N(b.EpsID, n)
-	b.EnvID = grow.N(b.EnvID, n)
-	b.AgentIndex = grow.N(b.AgentIndex, n)
-	b.T = grow.N(b.T, n)
-	eps, envs, idx, ts := b.EpsID[off:], b.EnvID[off:], b.AgentIndex[off:], b.T[off:]
-	for i := range n {
-		eps[i], envs[i], idx[i], ts[i] = a.epsID, a.envID, a.index, a.t0+int32(i)
-	}
-	if !p.random {
-		b.ActionDistInputs = gather(b.ActionDistInputs, tr, s, l.dist, p.distW, n)
-		b.ActionLogp = gather(b.ActionLogp, tr, s, l.logp, 1, n)
+	w, aw, dw, s := p.obsW, p.actW, p.distW, l.stride
+	tr := a.tr[:(n+1)*s] // rows o_0..o_n: o_n is the last transition's new observation
+	obs, newObs, acts := extend(&b.Obs, n*w), extend(&b.NewObs, n*w), extend(&b.Actions, n*aw)
+	rews, terms, truncs := extend(&b.Rewards, n), extend(&b.Terminateds, n), extend(&b.Truncateds, n)
+	eps, envs, idx, ts := extend(&b.EpsID, n), extend(&b.EnvID, n), extend(&b.AgentIndex, n), extend(&b.T, n)
+	var dist, logp, vf []float32
+	model := !p.random
+	if model {
+		dist, logp = extend(&b.ActionDistInputs, n*dw), extend(&b.ActionLogp, n)
 	}
 	if p.hasValue {
-		b.VfPreds = gather(b.VfPreds, tr, s, l.vf, 1, n)
+		vf = extend(&b.VfPreds, n)
+	}
+	// One pass over the rows, every column written in order.
+	for i := range n {
+		row, next := tr[i*s:(i+1)*s], tr[(i+1)*s:(i+2)*s]
+		put(obs[i*w:], row[:w])
+		put(newObs[i*w:], next[:w])
+		put(acts[i*aw:], row[l.act:l.act+aw])
+		rews[i] = row[l.rew]
+		f := int(row[l.flags])
+		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
+		eps[i], envs[i], idx[i], ts[i] = a.epsID, a.envID, a.index, a.t0+int32(i)
+		if model {
+			put(dist[i*dw:], row[l.dist:l.dist+dw])
+			logp[i] = row[l.logp]
+		}
+		if vf != nil {
+			vf[i] = row[l.vf]
+		}
 	}
 	for k, sw := range p.stateW {
 		b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
@@ -402,38 +404,29 @@ func (r *Runner) emit(a *agentRec) {
 		}
 	}
 	if r.cfg.GAE != nil {
-		r.gae(b, a, n)
+		last := 0.0 // the value of o_n, which bootstraps the chunk unless it ends in a termination
+		if vf != nil && !terms[n-1] {
+			last = float64(tr[n*s+l.vf])
+		}
+		r.gae(b, rews, vf, last)
 	}
 	b.Count += n
 	r.out.AgentSteps += n
 }
 
-// gather appends n rows of w values to dst: row i is src[i*stride+off:][:w]. The common
-// widths move a row as one array (no call, no inner loop).
+// extend grows *s by n elements and returns them (to be written: see grow.N).
+func extend[T any](s *[]T, n int) []T {
+	l := len(*s)
+	*s = grow.N(*s, n)
+	return (*s)[l:]
+}
+
+// gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
 func gather(dst, src []float32, stride, off, w, n int) []float32 {
-	start := len(dst)
-	dst = grow.N(dst, n*w)
-	d := dst[start:]
-	switch w {
-	case 1:
-		for i := range n {
-			d[i] = src[i*stride+off]
-		}
-	case 2:
-		for i := range n {
-			o := i*stride + off
-			*(*[2]float32)(d[2*i:]) = [2]float32(src[o : o+2])
-		}
-	case 4:
-		for i := range n {
-			o := i*stride + off
-			*(*[4]float32)(d[4*i:]) = [4]float32(src[o : o+4])
-		}
-	default:
-		for i := range n {
-			o := i*stride + off
-			copy(d[i*w:(i+1)*w], src[o:o+w])
-		}
+	d := extend(&dst, n*w)
+	for i := range n {
+		o := i*stride + off
+		put(d[i*w:], src[o:o+w])
 	}
 	return dst
 }
@@ -452,35 +445,22 @@ func put(dst, src []float32) {
 	}
 }
 
-// gae appends advantages and value targets for the record's n complete transitions (RLlib's
-// compute_advantages with use_gae): the chunk is bootstrapped with the value of its last new
-// observation unless it ends with a termination.
-func (r *Runner) gae(b *SampleBatch, a *agentRec, n int) {
+// gae appends advantages and value targets for a chunk of transitions with rewards rews
+// and values vf (nil: all 0), bootstrapped with last (RLlib's compute_advantages with
+// use_gae).
+func (r *Runner) gae(b *SampleBatch, rews, vf []float32, last float64) {
 	gamma, lambda := r.cfg.GAE.Gamma, r.cfg.GAE.Lambda
-	p := a.pol
-	l := &p.lay
-	tr, s := a.tr, l.stride
-	// v(i) is the value of observation row i; 0 without a value output (or past the rows).
-	v := func(i int) float64 {
-		if !p.hasValue || (i+1)*s > len(tr) {
-			return 0
-		}
-		return float64(tr[i*s+l.vf])
-	}
-	last := 0.0
-	if int(tr[(n-1)*s+l.flags])&flagTerminated == 0 {
-		last = v(n)
-	}
-	off := len(b.Advantages)
-	b.Advantages = grow.N(b.Advantages, n)
-	b.ValueTargets = grow.N(b.ValueTargets, n)
-	adv, vt := b.Advantages[off:], b.ValueTargets[off:]
+	n := len(rews)
+	adv, vt := extend(&b.Advantages, n), extend(&b.ValueTargets, n)
 	acc := 0.0
 	next := last
 	gl := gamma * lambda
 	for i := n - 1; i >= 0; i-- {
-		vi := v(i)
-		delta := float64(tr[i*s+l.rew]) + gamma*next - vi
+		vi := 0.0
+		if vf != nil {
+			vi = float64(vf[i])
+		}
+		delta := float64(rews[i]) + gamma*next - vi
 		acc = delta + gl*acc
 		adv[i] = float32(acc)
 		vt[i] = float32(acc + vi)
