@@ -213,10 +213,30 @@ func (r *Runner) inferRows(p *policy) {
 		}
 		switch {
 		case late && r.collect:
+			// record and output for rows that are neither done nor have states, written
+			// out (two calls a row cost more than what they do here).
+			l := &p.lay
+			aw, dw := p.actW, p.distW
+			pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
 			for j, ro := range rows {
-				if a := ro.rec; a.collect {
-					r.output(p, a, r.record(a, in[j*w:(j+1)*w]), j, vals)
+				a := ro.rec
+				if !a.collect {
+					continue
 				}
+				tr := a.newRow()
+				put(tr, in[j*w:(j+1)*w])
+				if len(a.tr) > p.large && !r.warnedLarge {
+					r.warnLarge(a)
+				}
+				if !r.complete {
+					r.keep(a)
+				}
+				if vals != nil {
+					tr[l.vf] = vals[j]
+				}
+				put(tr[l.act:], pacts[j*aw:(j+1)*aw])
+				tr[l.logp] = logps[j]
+				put(tr[l.dist:], dists[j*dw:(j+1)*dw])
 			}
 		case !bulkAct:
 			for j, ro := range rows {
