@@ -62,13 +62,26 @@ func (r *Runner) release(p *policy, a *agentRec) {
 func (r *Runner) record(a *agentRec, processed []float32) []float32 {
 	row := a.newRow()
 	put(row, processed)
+	r.recorded(a)
+	return row
+}
+
+// recorded does the bookkeeping of a record's new trajectory row: the large-batch warning,
+// and the list of records with data. Most rows need neither; the test is kept small enough
+// to inline on the per-row path.
+func (r *Runner) recorded(a *agentRec) {
+	if (len(a.tr) > a.pol.large && !r.warnedLarge) || (!r.complete && !a.listed) {
+		r.recordedSlow(a)
+	}
+}
+
+func (r *Runner) recordedSlow(a *agentRec) {
 	if len(a.tr) > a.pol.large && !r.warnedLarge {
 		r.warnLarge(a)
 	}
 	if !r.complete {
 		r.keep(a)
 	}
-	return row
 }
 
 // writeRows runs the agent connectors on rows that do not go through the model (final
@@ -225,12 +238,7 @@ func (r *Runner) inferRows(p *policy) {
 				}
 				tr := a.newRow()
 				put(tr, in[j*w:(j+1)*w])
-				if len(a.tr) > p.large && !r.warnedLarge {
-					r.warnLarge(a)
-				}
-				if !r.complete {
-					r.keep(a)
-				}
+				r.recorded(a)
 				if vals != nil {
 					tr[l.vf] = vals[j]
 				}
@@ -385,16 +393,16 @@ func (r *Runner) emit(a *agentRec) {
 	b := r.out.PolicyBatches[p.id]
 	w, aw, dw, s := p.obsW, p.actW, p.distW, l.stride
 	tr := a.tr[:(n+1)*s] // rows o_0..o_n: o_n is the last transition's new observation
-	obs, newObs, acts := extend(&b.Obs, n*w), extend(&b.NewObs, n*w), extend(&b.Actions, n*aw)
-	rews, terms, truncs := extend(&b.Rewards, n), extend(&b.Terminateds, n), extend(&b.Truncateds, n)
-	eps, envs, idx, ts := extend(&b.EpsID, n), extend(&b.EnvID, n), extend(&b.AgentIndex, n), extend(&b.T, n)
+	obs, newObs, acts := grow.N(&b.Obs, n*w), grow.N(&b.NewObs, n*w), grow.N(&b.Actions, n*aw)
+	rews, terms, truncs := grow.N(&b.Rewards, n), grow.N(&b.Terminateds, n), grow.N(&b.Truncateds, n)
+	eps, envs, idx, ts := grow.N(&b.EpsID, n), grow.N(&b.EnvID, n), grow.N(&b.AgentIndex, n), grow.N(&b.T, n)
 	var dist, logp, vf []float32
 	model := !p.random
 	if model {
-		dist, logp = extend(&b.ActionDistInputs, n*dw), extend(&b.ActionLogp, n)
+		dist, logp = grow.N(&b.ActionDistInputs, n*dw), grow.N(&b.ActionLogp, n)
 	}
 	if p.hasValue {
-		vf = extend(&b.VfPreds, n)
+		vf = grow.N(&b.VfPreds, n)
 	}
 	// One pass over the rows, every column written in order.
 	for i := range n {
@@ -434,16 +442,9 @@ func (r *Runner) emit(a *agentRec) {
 	r.out.AgentSteps += n
 }
 
-// extend grows *s by n elements and returns them (to be written: see grow.N).
-func extend[T any](s *[]T, n int) []T {
-	l := len(*s)
-	*s = grow.N(*s, n)
-	return (*s)[l:]
-}
-
 // gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
 func gather(dst, src []float32, stride, off, w, n int) []float32 {
-	d := extend(&dst, n*w)
+	d := grow.N(&dst, n*w)
 	for i := range n {
 		o := i*stride + off
 		put(d[i*w:], src[o:o+w])
@@ -471,7 +472,7 @@ func put(dst, src []float32) {
 func (r *Runner) gae(b *SampleBatch, rews, vf []float32, last float64) {
 	gamma, lambda := r.cfg.GAE.Gamma, r.cfg.GAE.Lambda
 	n := len(rews)
-	adv, vt := extend(&b.Advantages, n), extend(&b.ValueTargets, n)
+	adv, vt := grow.N(&b.Advantages, n), grow.N(&b.ValueTargets, n)
 	acc := 0.0
 	next := last
 	gl := gamma * lambda

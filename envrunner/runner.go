@@ -657,7 +657,8 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 	}
 }
 
-// doneFlags returns a trajectory row's flags for a transition that ends an episode.
+// doneFlags returns a trajectory row's flags for a transition's terminated and truncated (0
+// for one that does not end its episode).
 func doneFlags(terminated, truncated bool) float32 {
 	var f float32
 	if terminated {

@@ -19,13 +19,14 @@ func Zero[T any](s *[]T) *T {
 	return &(*s)[n]
 }
 
-// N extends s by n elements and returns it, growing the storage as append does. The new
-// elements are not cleared: they hold whatever the storage held, and the caller writes
+// N extends *s by n elements, growing the storage as append does, and returns the new
+// elements. They are not cleared: they hold whatever the storage held, and the caller writes
 // every one of them (a bulk fill that would otherwise clear them first).
-func N[T any](s []T, n int) []T {
-	l := len(s)
-	if cap(s)-l < n {
-		s = slices.Grow(s, n)
+func N[T any](s *[]T, n int) []T {
+	l := len(*s)
+	if cap(*s)-l < n {
+		*s = slices.Grow(*s, n)
 	}
-	return s[:l+n]
+	*s = (*s)[:l+n]
+	return (*s)[l:]
 }

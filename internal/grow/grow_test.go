@@ -29,16 +29,17 @@ func TestZero(t *testing.T) {
 func TestN(t *testing.T) {
 	s := make([]int, 1, 3)
 	s[0] = 7
-	s = N(s, 2) // within the capacity
-	if len(s) != 3 || cap(s) != 3 || s[0] != 7 {
+	added := N(&s, 2) // within the capacity
+	if len(s) != 3 || cap(s) != 3 || s[0] != 7 || len(added) != 2 || &added[0] != &s[1] {
 		t.Fatalf("N within the capacity: len %d cap %d %v", len(s), cap(s), s)
 	}
-	s[1], s[2] = 8, 9
-	s = N(s, 5) // grows, keeping the elements
-	if len(s) != 8 || s[0] != 7 || s[1] != 8 || s[2] != 9 {
+	added[0], added[1] = 8, 9
+	added = N(&s, 5) // grows, keeping the elements
+	if len(s) != 8 || s[0] != 7 || s[1] != 8 || s[2] != 9 || len(added) != 5 || &added[0] != &s[3] {
 		t.Fatalf("N past the capacity: len %d %v", len(s), s)
 	}
-	if s = N(s[:0], 0); len(s) != 0 {
+	s = s[:0]
+	if added = N(&s, 0); len(s) != 0 || len(added) != 0 {
 		t.Fatalf("N by 0: len %d", len(s))
 	}
 }
