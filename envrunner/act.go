@@ -404,23 +404,25 @@ func (r *Runner) emit(a *agentRec) {
 	if p.hasValue {
 		vf = grow.N(&b.VfPreds, n)
 	}
-	// One pass over the rows, every column written in order.
-	for i := range n {
-		row, next := tr[i*s:(i+1)*s], tr[(i+1)*s:(i+2)*s]
-		put(obs[i*w:], row[:w])
-		put(newObs[i*w:], next[:w])
-		put(acts[i*aw:], row[l.act:l.act+aw])
-		rews[i] = row[l.rew]
-		f := int(row[l.flags])
-		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
-		eps[i], envs[i], idx[i], ts[i] = a.epsID, a.envID, a.index, a.t0+int32(i)
-		if model {
-			put(dist[i*dw:], row[l.dist:l.dist+dw])
-			logp[i] = row[l.logp]
-		}
-		if vf != nil {
-			vf[i] = row[l.vf]
-		}
+	// Column by column: each loop is a few instructions a row, and the record's rows (a few
+	// kilobytes) stay in L1 across the passes.
+	strided(obs, tr, s, w, n)
+	strided(newObs, tr[s:], s, w, n)
+	strided(acts, tr[l.act:], s, aw, n)
+	strided(rews, tr[l.rew:], s, 1, n)
+	flagsOf(terms, truncs, tr[l.flags:], s)
+	fill(eps, a.epsID)
+	fill(envs, a.envID)
+	fill(idx, a.index)
+	for i := range ts {
+		ts[i] = a.t0 + int32(i)
+	}
+	if model {
+		strided(dist, tr[l.dist:], s, dw, n)
+		strided(logp, tr[l.logp:], s, 1, n)
+	}
+	if vf != nil {
+		strided(vf, tr[l.vf:], s, 1, n)
 	}
 	for k, sw := range p.stateW {
 		b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
@@ -440,6 +442,51 @@ func (r *Runner) emit(a *agentRec) {
 	}
 	b.Count += n
 	r.out.AgentSteps += n
+}
+
+// strided sets dst to n rows of w values: row i is src[i*stride:][:w].
+func strided(dst, src []float32, stride, w, n int) {
+	if n == 0 {
+		return
+	}
+	_ = src[(n-1)*stride+w-1]
+	switch w {
+	case 1:
+		dst = dst[:n]
+		for i := range dst {
+			dst[i] = src[i*stride]
+		}
+	case 2:
+		dst = dst[:2*n]
+		for i := 0; i < n; i++ {
+			*(*[2]float32)(dst[2*i:]) = *(*[2]float32)(src[i*stride:])
+		}
+	case 4:
+		dst = dst[:4*n]
+		for i := 0; i < n; i++ {
+			*(*[4]float32)(dst[4*i:]) = *(*[4]float32)(src[i*stride:])
+		}
+	default:
+		for i := range n {
+			copy(dst[i*w:(i+1)*w], src[i*stride:i*stride+w])
+		}
+	}
+}
+
+// flagsOf sets terms[i] and truncs[i] from the flags src[i*stride] (len(terms) rows).
+func flagsOf(terms, truncs []bool, src []float32, stride int) {
+	truncs = truncs[:len(terms)]
+	for i := range terms {
+		f := int(src[i*stride])
+		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
+	}
+}
+
+// fill sets every element of dst to v.
+func fill[T any](dst []T, v T) {
+	for i := range dst {
+		dst[i] = v
+	}
 }
 
 // gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
