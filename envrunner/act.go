@@ -314,6 +314,7 @@ func (r *Runner) finish(ep *Episode) {
 // as soon as the episode's last step is taken in, before the sub-environment's next episode
 // starts (as RLlib does); the episode's data follows after the step's inference.
 func (r *Runner) endEpisode(ep *Episode) {
+	r.syncEp(ep)
 	if ep.endCalled || ep.extra {
 		return
 	}
@@ -355,6 +356,7 @@ func (r *Runner) fault(ep *Episode) {
 
 // drop ends an episode without recording anything of it.
 func (r *Runner) drop(ep *Episode) {
+	r.syncEp(ep)
 	for _, a := range ep.agents {
 		if a.slot >= 0 {
 			a.pol.release(a.slot)

@@ -24,15 +24,62 @@ func (r *Runner) useColumns() {
 	}
 	r.ce, r.cols = ce, c
 	r.colRec = make([]*agentRec, len(c.Results))
+	r.colStat = make([]colStat, len(c.Results))
+}
+
+// colStat holds the running totals of a sub-environment's episode while addColumns takes
+// its rows on the fast path, in one dense slice rather than in the episode and its agent
+// record (two more cache lines a row). While fast is set, the episode's TotalReward and
+// Length and its agent's reward and steps are stale: syncCol writes them back, and every
+// path that reads or changes the episode other than the fast path calls it first.
+type colStat struct {
+	pol     *policy // the agent's
+	ret     float64 // the episode's TotalReward, which is also its one agent's reward
+	steps   int32   // transitions taken on the fast path since the last write-back
+	fast    bool
+	collect bool // the agent's
+}
+
+// fastCol puts sub-environment e's episode on addColumns' fast path when its next row can
+// take it: a running episode, counted, of one agent that waits for the row (addColumn has just
+// taken the agent's row), without OnEpisodeStep callbacks.
+func (r *Runner) fastCol(e env.EnvID, ep *Episode, a *agentRec) {
+	if r.stepCB || a.ep != ep || a.done || !a.pending || !a.inCol || ep.ended || ep.extra ||
+		len(ep.agents) != 1 || a.reward != ep.TotalReward || int(a.envID) != e {
+		return
+	}
+	r.colStat[e] = colStat{pol: a.pol, ret: a.reward, fast: true, collect: a.collect}
+}
+
+// syncCol takes sub-environment e off the fast path, writing its totals back.
+func (r *Runner) syncCol(e env.EnvID) {
+	if e < 0 || e >= len(r.colStat) || !r.colStat[e].fast {
+		return
+	}
+	cs := &r.colStat[e]
+	a := r.colRec[e]
+	ep := a.ep
+	a.reward, ep.TotalReward = cs.ret, cs.ret
+	a.steps += int(cs.steps)
+	ep.Length += int(cs.steps)
+	*cs = colStat{}
+}
+
+// syncEp is syncCol for the episode ep, when it is the one on the fast path.
+func (r *Runner) syncEp(ep *Episode) {
+	if e := ep.EnvID; e >= 0 && e < len(r.colStat) && r.colStat[e].fast && r.colRec[e].ep == ep {
+		r.syncCol(e)
+	}
 }
 
 // addColumns takes in the rows of the ready sub-environments, as addColumn does for each,
-// with the common case inline: a running episode of one agent that waits for the row, whose
-// row is not its last, without OnEpisodeStep callbacks. It does what take does for such a
-// row; TestColumnarMatchesPollSend holds the two protocols to the same results.
+// with the common case inline: a sub-environment on the fast path (see colStat and fastCol)
+// whose row is not its episode's last. It does what take does for such a row, without
+// visiting the episode, nor the agent record unless the row is recorded;
+// TestColumnarMatchesPollSend holds the two protocols to the same results.
 func (r *Runner) addColumns(ready []int) {
 	c := &r.cols
-	eps, recs, res, reset := r.episodes, r.colRec, c.Results, c.Reset
+	recs, res, reset, stats := r.colRec, c.Results, c.Reset, r.colStat
 	// Counters and the policy's row list are kept in locals through the loop (an increment
 	// in memory per row would chain each row's store to the next row's load).
 	steps := 0
@@ -40,13 +87,12 @@ func (r *Runner) addColumns(ready []int) {
 	var infer []row
 	var stride, rew, flags int // p's trajectory layout
 	for _, e := range ready {
-		if e >= len(eps) || r.stepCB {
+		if e >= len(stats) {
 			r.addColumn(e)
 			continue
 		}
-		ep, a, rs := eps[e], recs[e], &res[e]
-		if ep == nil || a == nil || a.ep != ep || !a.pending || a.done || ep.ended || len(ep.agents) != 1 ||
-			rs.Terminated || rs.Truncated || reset[e] {
+		cs, rs := &stats[e], &res[e]
+		if !cs.fast || rs.Terminated || rs.Truncated || reset[e] {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
 			}
@@ -54,24 +100,20 @@ func (r *Runner) addColumns(ready []int) {
 			continue
 		}
 		reward := rs.Reward
-		a.inCol = true
-		a.reward += reward
-		ep.TotalReward += reward
-		a.steps++
-		ep.Length++
-		if !ep.extra {
-			steps++
-		}
-		// a.pending stays set: the row gets its action in this step.
-		if a.pol != p {
+		cs.ret += reward
+		cs.steps++
+		steps++
+		// The agent stays pending: the row gets its action in this step.
+		if cs.pol != p {
 			if p != nil {
 				p.infer = infer
 			}
-			p = a.pol
+			p = cs.pol
 			infer = p.infer
 			stride, rew, flags = p.lay.stride, p.lay.rew, p.lay.flags
 		}
-		if a.collect {
+		a := recs[e]
+		if cs.collect {
 			// The transition's reward, and its flags: not done.
 			tr := a.tr[a.n*stride:]
 			tr[rew], tr[flags] = float32(reward), 0
@@ -92,6 +134,7 @@ func (r *Runner) addColumns(ready []int) {
 func (r *Runner) addColumn(e env.EnvID) {
 	c := &r.cols
 	res := &c.Results[e]
+	r.syncCol(e)
 	ep := r.episodeAt(e)
 	if c.Reset[e] {
 		if ep != nil && !ep.ended {
@@ -128,6 +171,7 @@ func (r *Runner) addColumn(e env.EnvID) {
 		// here where the record is at hand, so that a bulk send need not visit it; the last
 		// action is the column's row, as inCol says).
 		a.pending = true
+		r.fastCol(e, ep, a)
 	} else if a.steps > 0 {
 		// The final observation: the record keeps its values, and the last action stays
 		// in the column until the sub-environment's next episode acts.

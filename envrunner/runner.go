@@ -136,6 +136,8 @@ type Runner struct {
 	sent int // actions written to cols.Actions in the current step
 	// colRec[e] is the agent record of sub-environment e's episode, when it was looked up.
 	colRec []*agentRec
+	// colStat[e] is sub-environment e's fast-path state (colStat).
+	colStat []colStat
 
 	stepped int // env steps of this step counted by take (episodes of one agent)
 
@@ -491,6 +493,7 @@ func (r *Runner) warnLarge(a *agentRec) {
 func (r *Runner) statuses(from int) {
 	for i := from; i < len(r.batch.Envs); i++ {
 		st := &r.batch.Envs[i]
+		r.syncCol(st.Env)
 		ep := r.episodeAt(st.Env)
 		switch {
 		case st.Err != nil:
@@ -534,6 +537,7 @@ func (r *Runner) episodeAt(e env.EnvID) *Episode {
 
 // startEpisode makes the episode running in sub-environment e.
 func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
+	r.syncCol(e)
 	for e >= len(r.episodes) {
 		r.episodes = append(r.episodes, nil)
 	}
@@ -562,6 +566,7 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 // addRow takes in one polled agent: completes its pending transition and queues its
 // observation for its policy.
 func (r *Runner) addRow(o *env.AgentObs) {
+	r.syncCol(o.Env)
 	ep := r.episodeAt(o.Env)
 	if ep == nil || (ep.ended && !r.isEnding(ep)) {
 		ep = r.startEpisode(o.Env, true)
