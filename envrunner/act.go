@@ -13,7 +13,7 @@ func (r *Runner) act() {
 	r.sent = 0
 	need := 0
 	for _, p := range r.policies {
-		need += len(p.infer) * p.actW
+		need += (len(p.infer) + p.run.m) * p.actW
 	}
 	if cap(r.actBuf) < need {
 		r.actBuf = make([]float32, 0, need+need/2)
@@ -23,8 +23,9 @@ func (r *Runner) act() {
 		if len(p.plain) > 0 {
 			r.writeRows(p, p.plain)
 		}
-		if len(p.infer) > 0 {
+		if len(p.infer) > 0 || p.run.m > 0 {
 			if p.random {
+				r.spell(p)
 				r.randomRows(p)
 			} else {
 				r.inferRows(p)
@@ -46,6 +47,7 @@ func (r *Runner) act() {
 		clear(p.plain)
 		clear(p.infer)
 		p.plain, p.infer = p.plain[:0], p.infer[:0]
+		p.run = colRun{}
 	}
 }
 
@@ -148,118 +150,171 @@ func (r *Runner) send(p *policy, a *agentRec, act []float32) {
 
 // inferRows runs the model over the policy's rows, in chunks of the session's capacity.
 func (r *Runner) inferRows(p *policy) {
+	if p.run.m > 0 && (len(p.infer) > 0 || p.run.m > p.cap || !p.copies || p.conn.State != nil || p.records) {
+		r.spell(p)
+	}
+	if p.run.m > 0 {
+		r.inferChunk(p, nil, p.run.k, p.run.m)
+		return
+	}
+	for start := 0; start < len(p.infer); start += p.cap {
+		rows := p.infer[start:min(start+p.cap, len(p.infer))]
+		if !r.inferChunk(p, rows, -1, len(rows)) {
+			return
+		}
+	}
+}
+
+// inferChunk runs the model over rows, or, when rows is nil, over the policy's column run:
+// rows k..k+m-1 of the columns, the agents of colRec (see colRun). It reports false when the
+// run failed (r.runErr is set; no row of the step gets an action).
+func (r *Runner) inferChunk(p *policy, rows []row, k, m int) bool {
 	w := p.obsW
 	st := p.conn.State
 	act := p.conn.Action
-	for start := 0; start < len(p.infer); start += p.cap {
-		rows := p.infer[start:min(start+p.cap, len(p.infer))]
-		m := len(rows)
-		t0 := time.Now()
-		if err := p.sess.SetBatch(m); err != nil {
-			panic(err) // m is within the capacity and the session is open
-		}
-		in := p.obsT.Float32()
-		bulk, k := false, -1
-		if p.copies {
-			if k = r.columnRows(rows, w); k >= 0 {
-				copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
-				bulk = true
-			}
-		}
-		// late: the rows are rows k..k+m-1 of the columns (none of them done: a final
-		// observation is a copy) and there is no state to gather, so a row is recorded
-		// after the run, all of it in one visit (the input rows stay as they are).
-		late := bulk && st == nil && !p.records
-		if !late && (!bulk || st != nil || r.collect) {
-			for j, ro := range rows {
-				a := ro.rec
-				dst := in[j*w : (j+1)*w]
-				if !bulk {
-					p.agent.Write(dst, a.slot, ro.obs, ro.reward)
-				}
-				p.slots[j] = a.slot
-				if a.collect {
-					tr := r.record(a, dst)
-					if st != nil && !a.done {
-						for s, off := range p.lay.stateIn {
-							copy(tr[off:off+p.stateW[s]], st.Row(s, a.slot))
-						}
-					}
-				}
-			}
-		} // else: nothing to record yet and no state to gather (the slots are for the state)
-		if st != nil {
-			st.Gather(p.slots[:m])
-		}
-		t1 := time.Now()
-		r.perf.add(phRawObs, t1.Sub(t0))
-		if err := p.sess.Run(); err != nil {
-			r.runErr = err
-			if !late {
-				for _, ro := range rows { // the rows recorded for this run get no model output
-					if ro.rec.collect {
-						clear(ro.rec.lastRow()[w:])
-					}
-				}
-			}
-			if r.ce != nil { // no row of this step gets its action
-				for _, ro := range p.infer {
-					ro.rec.pending = false
-				}
-			}
-			return
-		}
-		t2 := time.Now()
-		r.perf.add(phInference, t2.Sub(t1))
-		p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
-		var vals []float32
-		if p.hasValue {
-			vals = p.valueT.Float32()
-		}
-		bulkAct := bulk && !p.records && (late || !r.collect)
-		if bulkAct {
-			// The actions go into the action column in one copy (addColumn set pending; the
-			// last action is the column's row).
-			aw := p.actW
-			copy(r.cols.Actions[k*aw:(k+m)*aw], act.Actions())
-			r.sent += m
-		}
-		switch {
-		case late && r.collect:
-			// record and output for rows that are neither done nor have states, written
-			// out (two calls a row cost more than what they do here).
-			l := &p.lay
-			aw, dw := p.actW, p.distW
-			pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
-			for j, ro := range rows {
-				a := ro.rec
-				if !a.collect {
-					continue
-				}
-				tr := a.newRow()
-				put(tr, in[j*w:(j+1)*w])
-				r.recorded(a)
-				if vals != nil {
-					tr[l.vf] = vals[j]
-				}
-				put(tr[l.act:], pacts[j*aw:(j+1)*aw])
-				tr[l.logp] = logps[j]
-				put(tr[l.dist:], dists[j*dw:(j+1)*dw])
-			}
-		case !bulkAct:
-			for j, ro := range rows {
-				a := ro.rec
-				if a.collect {
-					// The row record wrote for this observation (an agent has one a step).
-					r.output(p, a, a.tr[len(a.tr)-p.lay.stride:], j, vals)
-				}
-				if !a.done {
-					r.send(p, a, act.Action(j))
-				}
-			}
-		}
-		r.perf.add(phAction, time.Since(t2))
+	t0 := time.Now()
+	if err := p.sess.SetBatch(m); err != nil {
+		panic(err) // m is within the capacity and the session is open
 	}
+	in := p.obsT.Float32()
+	bulk := rows == nil
+	if bulk {
+		copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
+	} else if p.copies {
+		if k = r.columnRows(rows, w); k >= 0 {
+			copy(in[:m*w], r.cols.Obs[k*w:(k+m)*w])
+			bulk = true
+		}
+	}
+	// late: the rows are rows k..k+m-1 of the columns (none of them done: a final
+	// observation is a copy) and there is no state to gather, so a row is recorded
+	// after the run, all of it in one visit (the input rows stay as they are).
+	late := bulk && st == nil && !p.records
+	if !late && (!bulk || st != nil || r.collect) {
+		for j, ro := range rows {
+			a := ro.rec
+			dst := in[j*w : (j+1)*w]
+			if !bulk {
+				p.agent.Write(dst, a.slot, ro.obs, ro.reward)
+			}
+			p.slots[j] = a.slot
+			if a.collect {
+				tr := r.record(a, dst)
+				if st != nil && !a.done {
+					for s, off := range p.lay.stateIn {
+						copy(tr[off:off+p.stateW[s]], st.Row(s, a.slot))
+					}
+				}
+			}
+		}
+	} // else: nothing to record yet and no state to gather (the slots are for the state)
+	if st != nil {
+		st.Gather(p.slots[:m])
+	}
+	t1 := time.Now()
+	r.perf.add(phRawObs, t1.Sub(t0))
+	err := p.sess.Run()
+	if err == nil && r.runHook != nil {
+		err = r.runHook()
+	}
+	if err != nil {
+		r.runErr = err
+		if !late {
+			for _, ro := range rows { // the rows recorded for this run get no model output
+				if ro.rec.collect {
+					clear(ro.rec.lastRow()[w:])
+				}
+			}
+		}
+		if r.ce != nil { // no row of this step gets its action
+			r.unsend(p)
+		}
+		return false
+	}
+	t2 := time.Now()
+	r.perf.add(phInference, t2.Sub(t1))
+	p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
+	var vals []float32
+	if p.hasValue {
+		vals = p.valueT.Float32()
+	}
+	bulkAct := bulk && !p.records && (late || !r.collect)
+	if bulkAct {
+		// The actions go into the action column in one copy (addColumn set pending; the
+		// last action is the column's row).
+		aw := p.actW
+		copy(r.cols.Actions[k*aw:(k+m)*aw], act.Actions())
+		r.sent += m
+	}
+	switch {
+	case late && r.collect:
+		// record and output for rows that are neither done nor have states, written
+		// out (two calls a row cost more than what they do here).
+		l := &p.lay
+		aw, dw := p.actW, p.distW
+		pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
+		for j := range m {
+			var a *agentRec
+			if rows != nil {
+				a = rows[j].rec
+			} else {
+				a = r.colRec[k+j]
+			}
+			if !a.collect {
+				continue
+			}
+			tr := a.newRow()
+			put(tr, in[j*w:(j+1)*w])
+			r.recorded(a)
+			if vals != nil {
+				tr[l.vf] = vals[j]
+			}
+			put(tr[l.act:], pacts[j*aw:(j+1)*aw])
+			tr[l.logp] = logps[j]
+			put(tr[l.dist:], dists[j*dw:(j+1)*dw])
+		}
+	case !bulkAct:
+		for j, ro := range rows {
+			a := ro.rec
+			if a.collect {
+				// The row record wrote for this observation (an agent has one a step).
+				r.output(p, a, a.tr[len(a.tr)-p.lay.stride:], j, vals)
+			}
+			if !a.done {
+				r.send(p, a, act.Action(j))
+			}
+		}
+	}
+	r.perf.add(phAction, time.Since(t2))
+	return true
+}
+
+// unsend takes back the actions of every row of the policy in this step (its model run
+// failed): the agents wait for them no longer, and a sub-environment on the fast path leaves
+// it (the fast path takes a waiting agent for granted).
+func (r *Runner) unsend(p *policy) {
+	for e := p.run.k; e < p.run.k+p.run.m; e++ {
+		r.syncCol(e)
+		r.colRec[e].pending = false
+	}
+	for _, ro := range p.infer {
+		if e := int(ro.rec.envID); r.ce != nil && e < len(r.colRec) && r.colRec[e] == ro.rec {
+			r.syncCol(e)
+		}
+		ro.rec.pending = false
+	}
+}
+
+// spell turns the policy's column run into rows at the front of p.infer (see colRun).
+func (r *Runner) spell(p *policy) {
+	rows := p.spare[:0]
+	for e := p.run.k; e < p.run.k+p.run.m; e++ {
+		pushRow(&rows, r.colRec[e], r.cols.ObsRow(e), r.cols.Results[e].Reward)
+	}
+	rows = append(rows, p.infer...)
+	clear(p.infer)
+	p.spare, p.infer = p.infer[:0], rows
+	p.run = colRun{}
 }
 
 // output writes the model's outputs for row j of the run into the agent's trajectory row tr:

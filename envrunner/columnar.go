@@ -119,7 +119,15 @@ func (r *Runner) addColumns(ready []int) {
 			tr[rew], tr[flags] = float32(reward), 0
 			a.n++
 		}
-		pushRow(&infer, a, c.ObsRow(e), reward)
+		// The row extends the policy's column run where it can (no row of its own).
+		if run := &p.run; len(infer) == 0 && (run.m == 0 || run.k+run.m == e) {
+			if run.m == 0 {
+				run.k = e
+			}
+			run.m++
+		} else {
+			pushRow(&infer, a, c.ObsRow(e), reward)
+		}
 	}
 	if p != nil {
 		p.infer = infer

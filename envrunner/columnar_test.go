@@ -71,26 +71,29 @@ func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
 		ep.LastObservation(env.DefaultAgentID), ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
 
+// columnarCase is a configuration that TestColumnarMatchesPollSend runs both ways.
+type columnarCase struct {
+	name    string
+	env     string
+	cfg     env.Config
+	pol     *models.Policy
+	random  bool
+	explore bool
+	mutate  func(*envrunner.Config)
+	failAt  int
+}
+
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
 // columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
-// must be the same.
+// must be the same. Each runs with callbacks (OnEpisodeStep: the columnar runner takes every
+// row on its general path) and without (its fast path, colStat and colRun).
 func TestColumnarMatchesPollSend(t *testing.T) {
 	needORT(t)
 	mlp := bundledPolicy(t, "cartpole_mlp")
 	lstm := bundledPolicy(t, "lstm_policy")
 	pend := bundledPolicy(t, "pendulum_gaussian")
 	short := env.Config{"max_episode_steps": 23}
-	type tc struct {
-		name    string
-		env     string
-		cfg     env.Config
-		pol     *models.Policy
-		random  bool
-		explore bool
-		mutate  func(*envrunner.Config)
-		failAt  int
-	}
-	cases := []tc{
+	cases := []columnarCase{
 		{name: "greedy no samples", env: "CartPole-v1", cfg: short, pol: mlp, mutate: func(c *envrunner.Config) { c.NoSamples = true; c.MaxEpisodes = 12 }},
 		{name: "explore gae truncations", env: "CartPole-v1", cfg: short, pol: mlp, explore: true,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 7; c.GAE = &envrunner.GAE{Gamma: 0.9, Lambda: 0.8} }},
@@ -112,63 +115,72 @@ func TestColumnarMatchesPollSend(t *testing.T) {
 		{name: "faults", env: "CartPole-v1", cfg: short, pol: mlp, explore: true, failAt: 30,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
 	}
+	for _, c := range cases {
+		for _, callbacks := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/callbacks=%v", c.name, callbacks), func(t *testing.T) {
+				testColumnarMatches(t, c, callbacks)
+			})
+		}
+	}
+}
+
+func testColumnarMatches(t *testing.T, c columnarCase, callbacks bool) {
 	type result struct {
 		batches  []*envrunner.MultiAgentBatch
 		metrics  []envrunner.RolloutMetrics
 		counters envrunner.Counters
 		log      []string
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			run := func(columnar bool) result {
-				const n = 5
-				be := vectorOf(t, c.env, c.cfg, n, c.failAt)
-				_, isCol := be.(env.Columnar)
-				require.True(t, isCol)
-				if !columnar {
-					be = hidden{be}
+	run := func(columnar bool) result {
+		const n = 5
+		be := vectorOf(t, c.env, c.cfg, n, c.failAt)
+		_, isCol := be.(env.Columnar)
+		require.True(t, isCol)
+		if !columnar {
+			be = hidden{be}
+		}
+		tr := &trace{}
+		cfg := envrunner.Config{Env: be, NumEnvs: n, Seed: 5}
+		if callbacks {
+			cfg.Callbacks = tr
+		}
+		if c.random {
+			cfg.Policies = randomPolicies(envrunner.DefaultPolicyID)
+		} else {
+			cfg.Policies = singlePolicy(c.pol, c.explore)
+		}
+		c.mutate(&cfg)
+		r := newRunner(t, cfg)
+		var res result
+		for range 6 {
+			if cfg.NoSamples {
+				for range 40 {
+					require.NoError(t, r.Step())
 				}
-				tr := &trace{}
-				cfg := envrunner.Config{Env: be, NumEnvs: n, Seed: 5, Callbacks: tr}
-				if c.random {
-					cfg.Policies = randomPolicies(envrunner.DefaultPolicyID)
-				} else {
-					cfg.Policies = singlePolicy(c.pol, c.explore)
-				}
-				c.mutate(&cfg)
-				r := newRunner(t, cfg)
-				var res result
-				for range 6 {
-					if cfg.NoSamples {
-						for range 40 {
-							require.NoError(t, r.Step())
-						}
-						continue
-					}
-					b := &envrunner.MultiAgentBatch{}
-					require.NoError(t, r.Sample(b))
-					for _, id := range b.PolicyIDs() {
-						require.NoError(t, b.Policy(id).Validate())
-					}
-					res.batches = append(res.batches, b)
-				}
-				res.metrics = r.Metrics(nil)
-				res.counters = r.Counters()
-				res.log = tr.log
-				return res
+				continue
 			}
-			col, gen := run(true), run(false)
-			require.NotEmpty(t, col.metrics)
-			require.Equal(t, gen.counters, col.counters)
-			require.Equal(t, gen.metrics, col.metrics)
-			require.Equal(t, gen.log, col.log)
-			require.Equal(t, len(gen.batches), len(col.batches))
-			for i := range gen.batches {
-				require.Equal(t, gen.batches[i], col.batches[i], "batch %d", i)
+			b := &envrunner.MultiAgentBatch{}
+			require.NoError(t, r.Sample(b))
+			for _, id := range b.PolicyIDs() {
+				require.NoError(t, b.Policy(id).Validate())
 			}
-			if c.failAt > 0 {
-				require.Positive(t, col.counters.FaultyEpisodes)
-			}
-		})
+			res.batches = append(res.batches, b)
+		}
+		res.metrics = r.Metrics(nil)
+		res.counters = r.Counters()
+		res.log = tr.log
+		return res
+	}
+	col, gen := run(true), run(false)
+	require.NotEmpty(t, col.metrics)
+	require.Equal(t, gen.counters, col.counters)
+	require.Equal(t, gen.metrics, col.metrics)
+	require.Equal(t, gen.log, col.log)
+	require.Equal(t, len(gen.batches), len(col.batches))
+	for i := range gen.batches {
+		require.Equal(t, gen.batches[i], col.batches[i], "batch %d", i)
+	}
+	if c.failAt > 0 {
+		require.Positive(t, col.counters.FaultyEpisodes)
 	}
 }

@@ -42,6 +42,12 @@ type row struct {
 	reward float64
 }
 
+// colRun is a run of rows k..k+m-1 of the columns queued for a policy by addColumns (rows of
+// sub-environments on the fast path, in order), without a row each: the agents are colRec's,
+// the observations the column's rows. The policy's rows are the run's followed by infer's;
+// spell writes the run out as rows where a path needs them.
+type colRun struct{ k, m int }
+
 // policy is one policy of a runner: its connectors, session and per-step rows.
 type policy struct {
 	id     PolicyID
@@ -63,7 +69,9 @@ type policy struct {
 	copies            bool // the agent connectors copy the raw observation as it is
 	records           bool // an agent connector keeps past actions
 
-	infer     []row // rows that go through the model
+	infer     []row // rows that go through the model, after those of run
+	run       colRun
+	spare     []row // spell's
 	inferDone int   // infer rows that are final observations
 	plain     []row // final observations that need no model run
 	slots     []int

@@ -141,6 +141,8 @@ type Runner struct {
 
 	stepped int // env steps of this step counted by take (episodes of one agent)
 
+	runHook func() error // tests: called after each successful model run; an error fails it
+
 	stepCB bool // the callbacks are not BaseCallbacks: OnEpisodeStep is called
 }
 
