@@ -175,6 +175,10 @@ func entropyLogits(logits []float32) float64 {
 
 // Categorical is a categorical distribution over N actions given by N logits (RLlib's
 // TorchCategorical); actions are Start..Start+N-1.
+//
+// For N = 2 (and finite logits), Sample, Mode and LogProb compute exp and log with expNeg and
+// fastLog1p rather than math.Exp and math.Log, within a few units in the last place of
+// them, and agree with each other, and with the pipeline's bulk path, bit for bit.
 type Categorical struct {
 	N     int
 	Start int64
@@ -204,17 +208,43 @@ func (c *Categorical) Sample(rng *rand.Rand, in, action []float32) float64 {
 	return lp
 }
 
-// sampleTwo is sampleLogits for two logits, with one exp instead of two (the same draw and
-// the same log-probability, bit for bit).
+// sampleTwo is sampleLogits for two logits, with one exp instead of two, and expNeg and
+// fastLog1p in place of math.Exp and math.Log (lseTwo). So it is sampleLogits up to
+// rounding: its probabilities are within a few 1e-16 (relative) of sampleLogits', so that
+// the two draw different indices only for a uniform that close to the boundary between
+// them, and its log-probability is within a few 1e-16 of sampleLogits' (relative to the
+// larger logit's magnitude, or 1). A row that fails finiteTwo goes to sampleLogits itself.
 func sampleTwo(rng *rand.Rand, l0, l1 float32) (int, float64) {
 	a, b := float64(l0), float64(l1)
 	if !finiteTwo(a, b) {
 		return sampleLogits(rng, []float32{l0, l1})
 	}
-	z := math.Exp(min(a, b) - max(a, b))
-	lse := max(a, b) + math.Log(1+z)
+	z, lse := lseTwo(a, b)
 	k := pickTwo(rng.Float64(), a, b, z)
 	return k, [2]float64{a, b}[k] - lse
+}
+
+// lseTwo returns z = exp(min(a,b) - max(a,b)), the weight of the less likely logit, and
+// lse = max(a,b) + log(1+z), the log-sum-exp of the two logits, for logits that pass
+// finiteTwo, with expNeg and fastLog1p: bit for bit what lseTwoRows writes for the row, so
+// that every user of the two-logit path (sampleTwo, sampleTwoRows, modeTwoRows, and
+// Categorical's Mode and LogProb for N = 2) agrees with every other.
+func lseTwo(a, b float64) (z, lse float64) {
+	m := maxTwo(a, b)
+	z = expNeg(math.Abs(a - b))
+	return z, m + fastLog1p(z)
+}
+
+// maxTwo returns max(a, b) for a and b that are not NaN (a when b is NaN, NaN when a is).
+// It is an integer select on the bits, a conditional move (see pickTwo), where the builtin
+// max takes a branch-free but longer sequence that also orders -0 below +0 (which makes no
+// difference to lseTwo: a tie gives log(1+z) = log 2, not 0).
+func maxTwo(a, b float64) float64 {
+	m, mb := math.Float64bits(a), math.Float64bits(b)
+	if b > a {
+		m = mb
+	}
+	return math.Float64frombits(m)
 }
 
 // finiteTwo reports whether two logits take pickTwo's path (otherwise sampleLogits').
@@ -223,9 +253,11 @@ func finiteTwo(a, b float64) bool {
 	return !math.IsInf(m, 0) && !math.IsNaN(m) && !math.IsNaN(a) && !math.IsNaN(b)
 }
 
-// pickTwo returns the index (0 or 1) that sampleLogits draws between the logits a and b,
-// which pass finiteTwo, for the uniform f = rng.Float64(), given z = exp(min(a,b) - max(a,b)):
-// the less likely logit's weight (the likelier one's is exp(0) = 1).
+// pickTwo returns the index (0 or 1) that sampleLogits' loop draws between the logits a and
+// b, which pass finiteTwo, for the uniform f = rng.Float64(), given the weights it would have
+// with z (in [0, 1], 1 on a tie, 0 for a -Inf logit) for the less likely logit and 1 for the
+// likelier one. With z from lseTwo (expNeg, within a few 1e-16 of math.Exp), the draw is
+// sampleLogits' but for f that close to the boundary between the two indices.
 //
 // It has no branch: a policy's two logits are often near 50/50, so that which one is larger,
 // and which index is drawn, go either way at random, and a branch on either would be
@@ -253,27 +285,29 @@ func pickTwo(f, a, b, z float64) int {
 }
 
 // lseTwoRows sets z[i] = exp(min(a,b) - max(a,b)) and lse[i] = max(a,b) + log(1+z[i]) for
-// each row i of two logits a, b in in (len(z) rows), as sampleTwo computes them. lse[i] is
-// also logSumExp of the row, bit for bit (its sum of exps is 0+1+z or 0+z+1). It is finite
-// exactly when finiteTwo holds for the row: a NaN logit makes z and lse NaN, a +Inf one
-// makes lse +Inf or NaN (Inf-Inf), two -Inf make z NaN; otherwise the max is a finite
-// float32 and log(1+z) is in [0, log 2].
+// each row i of two logits a, b in in (len(z) rows), with expNeg and fastLog1p: bit for bit
+// lseTwo(a, b) for a row that passes finiteTwo. lse[i] is finite exactly when it does: a
+// NaN logit makes z and lse NaN, a +Inf one makes lse +Inf or NaN (Inf-Inf), two -Inf make
+// z and lse NaN; otherwise the max is a finite float32, z is in [0, 1] (0 for a -Inf logit)
+// and log(1+z) in [0, log 2].
 //
 // The exps and the logs of all rows are computed in loops of their own, so that the rows'
 // long dependency chains overlap in the CPU instead of each row waiting on its own. The
-// loops call math.Exp and math.Log themselves: with each call wrapped in a small function
-// that was not inlined, the exps measured about four times slower.
+// loops are written with the parts of expNeg and fastLog1p, which are inlined, rather than
+// with the two functions, which are too large to be: with each call wrapped in a small
+// function that was not inlined, math.Exp's calls measured about four times slower.
 func lseTwoRows(in []float32, z, lse []float64) {
 	lse = lse[:len(z)]
 	for i := range z {
 		row := in[2*i : 2*i+2 : 2*i+2]
 		a, b := float64(row[0]), float64(row[1])
-		m := max(a, b)
-		lse[i] = m // the max until the next loop adds log(1+z)
-		z[i] = math.Exp(min(a, b) - m)
+		lse[i] = maxTwo(a, b) // the max until the next loop adds log(1+z)
+		r, scale := expNegReduce(math.Abs(a - b))
+		z[i] = expNegFrac(r) * scale // expNeg
 	}
 	for i, zi := range z {
-		lse[i] += math.Log(1 + zi)
+		s, mask := log1pReduce(zi)
+		lse[i] += log1pHi(mask) + log1pPoly(s) // fastLog1p
 	}
 }
 
@@ -282,8 +316,8 @@ func isFinite(x float64) bool { return math.Abs(x) <= math.MaxFloat64 }
 
 // sampleTwoRows is sampleTwo over rows of two logits (in holds len(actions) rows), writing
 // each row's action (index + start) and log-probability. The draws and log-probabilities are
-// those of sampleTwo row by row, bit for bit, in the same order from rng, one Float64 per
-// row. scratch holds at least 2*len(actions) values.
+// those of sampleTwo row by row, bit for bit (lseTwoRows computes lseTwo's values), in the
+// same order from rng, one Float64 per row. scratch holds at least 2*len(actions) values.
 //
 // The exps and logs come first (lseTwoRows); the draw loop then has no branch that goes
 // either way at random (see pickTwo): its one test, for a row that sampleTwo hands to
@@ -313,7 +347,8 @@ func sampleTwoRows(rng *rand.Rand, in []float32, start int64, actions, logp []fl
 // bit for bit those of Mode. scratch holds at least 2*len(actions) values.
 //
 // As in sampleTwoRows, the exps and logs come first (lseTwoRows, with one exp per row where
-// logSumExp takes two), and the argmax is a comparison's flag rather than a branch.
+// logSumExp takes two, and expNeg and fastLog1p as Mode uses them for two logits), and the
+// argmax is a comparison's flag rather than a branch.
 func modeTwoRows(in []float32, start int64, actions, logp []float32, scratch []float64) {
 	rows := len(actions)
 	checkLen("modeTwoRows", "in", len(in), 2*rows)
@@ -345,7 +380,19 @@ func (c *Categorical) Mode(in, action []float32) float64 {
 	checkLen("Categorical.Mode", "action", len(action), 1)
 	i := argmax(in)
 	action[0] = float32(int64(i) + c.Start)
-	return float64(in[i]) - logSumExp(in)
+	return float64(in[i]) - logSumExpCat(in)
+}
+
+// logSumExpCat is logSumExp, but for two logits that pass finiteTwo it is lseTwo's, so that
+// Mode and LogProb agree with sampleTwo, sampleTwoRows and modeTwoRows bit for bit.
+func logSumExpCat(in []float32) float64 {
+	if len(in) == 2 {
+		if a, b := float64(in[0]), float64(in[1]); finiteTwo(a, b) {
+			_, lse := lseTwo(a, b)
+			return lse
+		}
+	}
+	return logSumExp(in)
 }
 
 // ModeOnly writes the argmax into action without computing its log-probability.
@@ -386,7 +433,7 @@ func (c *Categorical) LogProb(in, action []float32) float64 {
 	if i < 0 || i >= int64(c.N) || float32(i+c.Start) != action[0] {
 		return math.Inf(-1)
 	}
-	return float64(in[i]) - logSumExp(in)
+	return float64(in[i]) - logSumExpCat(in)
 }
 
 // Entropy returns -sum p log p.

@@ -63,6 +63,32 @@ func TestCategoricalClosedForms(t *testing.T) {
 	assert.InDelta(t, math.Log(4), d.Entropy([]float32{1e4, 1e4, 1e4, 1e4}), 1e-9)
 }
 
+// TestCategoricalTwoClosedForms checks the two-logit path of Categorical (Mode, LogProb and
+// Sample use lseTwo) against gonum's categorical.
+func TestCategoricalTwoClosedForms(t *testing.T) {
+	for _, logits := range [][]float32{{0.3, -1.2}, {-1.2, 0.3}, {2, 2}, {0, -40}, {-700, 20}} {
+		d := &Categorical{N: 2, Start: 5}
+		ref := distuv.NewCategorical(softmax(logits), nil)
+		for i := range 2 {
+			want := ref.LogProb(float64(i))
+			if p := softmax(logits)[i]; p < 1e-300 {
+				want = float64(logits[i]) - logSumExp(logits) // log(p) of a subnormal p has lost its precision
+			}
+			assert.InDelta(t, want, d.LogProb(logits, []float32{float32(5 + i)}), 1e-12, "logits %v index %d", logits, i)
+		}
+		act := []float32{-1}
+		lp := d.Mode(logits, act)
+		k := argmax(logits)
+		assert.Equal(t, float32(5+k), act[0])
+		assert.InDelta(t, float64(logits[k])-logSumExp(logits), lp, 1e-12, "logits %v", logits)
+		rng := rand.New(rand.NewPCG(7, 8))
+		for range 100 {
+			lp := d.Sample(rng, logits, act)
+			assert.Equal(t, d.LogProb(logits, act), lp, "logits %v action %v", logits, act)
+		}
+	}
+}
+
 func TestMultiCategoricalStatistics(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	nvec := []int{2, 3}
