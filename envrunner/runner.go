@@ -143,6 +143,9 @@ type Runner struct {
 
 	runHook func() error // tests: called after each successful model run; an error fails it
 
+	// warm keeps the loads of warm alive (its value means nothing).
+	warm uint32
+
 	stepCB bool // the callbacks are not BaseCallbacks: OnEpisodeStep is called
 }
 
@@ -331,7 +334,10 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 func (r *Runner) cut() {
 	r.out.EnvSteps += r.sinceCutEnv
 	keep := r.listed[:0]
-	for _, a := range r.listed {
+	for i, a := range r.listed {
+		if i+1 < len(r.listed) {
+			r.warm ^= warm(r.listed[i+1].tr)
+		}
 		r.emit(a)
 		if a.ep == nil { // its episode ended: the record is finished
 			a.listed = false
@@ -348,6 +354,18 @@ func (r *Runner) cut() {
 	clear(r.listed[len(keep):])
 	r.listed = keep
 	r.sinceCutEnv, r.sinceCutAgent = 0, 0
+}
+
+// warm loads one value of every cache line of tr and returns their bits combined. Run over
+// the next record's trajectory before a record is emitted, it fetches those rows (cold after a
+// fragment's worth of steps) in one burst of independent loads, many in flight at once,
+// rather than one stream at the pace of emit's reads.
+func warm(tr []float32) uint32 {
+	var x uint32
+	for i := 0; i < len(tr); i += 16 {
+		x ^= math.Float32bits(tr[i])
+	}
+	return x
 }
 
 // Step runs one step: poll, agent connectors, one inference per policy over its ready
