@@ -35,7 +35,7 @@ func (r *Runner) useColumns() {
 type colStat struct {
 	pol     *policy // the agent's
 	ret     float64 // the episode's TotalReward, which is also its one agent's reward
-	steps   int32   // transitions taken on the fast path since the last write-back
+	steps   int     // transitions taken on the fast path since the last write-back
 	fast    bool
 	collect bool // the agent's
 }
@@ -60,8 +60,8 @@ func (r *Runner) syncCol(e env.EnvID) {
 	a := r.colRec[e]
 	ep := a.ep
 	a.reward, ep.TotalReward = cs.ret, cs.ret
-	a.steps += int(cs.steps)
-	ep.Length += int(cs.steps)
+	a.steps += cs.steps
+	ep.Length += cs.steps
 	*cs = colStat{}
 }
 
