@@ -464,7 +464,9 @@ func (r *Runner) emit(a *agentRec) {
 	// Column by column: each loop is a few instructions a row, and the record's rows (a few
 	// kilobytes) stay in L1 across the passes.
 	strided(obs, tr, s, w, n)
-	strided(newObs, tr[s:], s, w, n)
+	// new_obs is obs one row on: all but its last row are in the column just written.
+	copy(newObs, obs[w:])
+	copy(newObs[(n-1)*w:], tr[n*s:n*s+w])
 	strided(acts, tr[l.act:], s, aw, n)
 	strided(rews, tr[l.rew:], s, 1, n)
 	flagsOf(terms, truncs, tr[l.flags:], s)
