@@ -13,7 +13,7 @@ func (r *Runner) act() {
 	r.sent = 0
 	need := 0
 	for _, p := range r.policies {
-		need += (len(p.infer) + p.run.m) * p.actW
+		need += len(p.infer) * p.actW // a column run's actions go to the action column
 	}
 	if cap(r.actBuf) < need {
 		r.actBuf = make([]float32, 0, need+need/2)
@@ -298,9 +298,7 @@ func (r *Runner) unsend(p *policy) {
 		r.colRec[e].pending = false
 	}
 	for _, ro := range p.infer {
-		if e := int(ro.rec.envID); r.ce != nil && e < len(r.colRec) && r.colRec[e] == ro.rec {
-			r.syncCol(e)
-		}
+		r.syncCol(int(ro.rec.envID))
 		ro.rec.pending = false
 	}
 }
@@ -550,11 +548,7 @@ func fill[T any](dst []T, v T) {
 
 // gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
 func gather(dst, src []float32, stride, off, w, n int) []float32 {
-	d := grow.N(&dst, n*w)
-	for i := range n {
-		o := i*stride + off
-		put(d[i*w:], src[o:o+w])
-	}
+	strided(grow.N(&dst, n*w), src[off:], stride, w, n)
 	return dst
 }
 
