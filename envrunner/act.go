@@ -467,7 +467,10 @@ func (r *Runner) emit(a *agentRec) {
 	copy(newObs[(n-1)*w:], tr[n*s:n*s+w])
 	strided(acts, tr[l.act:], s, aw, n)
 	strided(rews, tr[l.rew:], s, 1, n)
-	flagsOf(terms, truncs, tr[l.flags:], s)
+	// Only the last transition can end the episode.
+	clear(terms)
+	clear(truncs)
+	terms[n-1], truncs[n-1] = a.end&flagTerminated != 0, a.end&flagTruncated != 0
 	fill(eps, a.epsID)
 	fill(envs, a.envID)
 	fill(idx, a.index)
@@ -527,15 +530,6 @@ func strided(dst, src []float32, stride, w, n int) {
 		for i := range n {
 			copy(dst[i*w:(i+1)*w], src[i*stride:i*stride+w])
 		}
-	}
-}
-
-// flagsOf sets terms[i] and truncs[i] from the flags src[i*stride] (len(terms) rows).
-func flagsOf(terms, truncs []bool, src []float32, stride int) {
-	truncs = truncs[:len(terms)]
-	for i := range terms {
-		f := int(src[i*stride])
-		terms[i], truncs[i] = f&flagTerminated != 0, f&flagTruncated != 0
 	}
 }
 

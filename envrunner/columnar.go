@@ -85,7 +85,7 @@ func (r *Runner) addColumns(ready []int) {
 	steps := 0
 	var p *policy
 	var infer []row
-	var stride, rew, flags int // p's trajectory layout
+	var stride, rew int // p's trajectory layout
 	for _, e := range ready {
 		if e >= len(stats) {
 			r.addColumn(e)
@@ -110,13 +110,12 @@ func (r *Runner) addColumns(ready []int) {
 			}
 			p = cs.pol
 			infer = p.infer
-			stride, rew, flags = p.lay.stride, p.lay.rew, p.lay.flags
+			stride, rew = p.lay.stride, p.lay.rew
 		}
 		a := recs[e]
 		if cs.collect {
-			// The transition's reward, and its flags: not done.
-			tr := a.tr[a.n*stride:]
-			tr[rew], tr[flags] = float32(reward), 0
+			// The transition's reward (its end flags stay 0: not done).
+			a.tr[a.n*stride+rew] = float32(reward)
 			a.n++
 		}
 		// The row extends the policy's column run where it can (no row of its own).

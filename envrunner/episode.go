@@ -168,7 +168,10 @@ type agentRec struct {
 	// inCol: the last observation, info and reward are row envID of col (and so is the
 	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
 	inCol bool
-	n     int       // complete transitions
+	// end: the flags (flagTerminated | flagTruncated) of transition n-1, the only one that can
+	// end the episode (the trajectory rows have no flags of their own).
+	end uint8
+	n   int       // complete transitions
 	tr    []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
 	col        *env.Columns // the runner's columns, for a record of a columnar runner
@@ -188,7 +191,7 @@ type agentRec struct {
 	_ [16]byte // to a multiple of 64 bytes
 }
 
-// Flags of a trajectory row's transition (trajLayout.flags).
+// Flags of a record's last transition (agentRec.end).
 const (
 	flagTerminated = 1
 	flagTruncated  = 2
@@ -202,7 +205,6 @@ type trajLayout struct {
 	act               int // the action taken at the observation (actW values)
 	logp, dist        int // its log-probability and distribution inputs (models)
 	rew               int // reward of the transition that starts at the row
-	flags             int // flagTerminated | flagTruncated of that transition, as a float32
 	stateIn, stateOut []int
 }
 
@@ -222,7 +224,7 @@ func newTrajLayout(p *policy) trajLayout {
 	if !p.random {
 		l.logp, l.dist = next(1), next(p.distW)
 	}
-	l.rew, l.flags = next(1), next(1)
+	l.rew = next(1)
 	for _, w := range p.stateW {
 		l.stateIn = append(l.stateIn, next(w))
 		l.stateOut = append(l.stateOut, next(w))
@@ -257,7 +259,7 @@ func (a *agentRec) newRow() []float32 {
 // clearTrajectory drops all kept data.
 func (a *agentRec) clearTrajectory() {
 	a.tr = a.tr[:0]
-	a.n = 0
+	a.n, a.end = 0, 0
 }
 
 // keepLast drops the complete transitions 0..n-1, keeping the last observation row (and its
@@ -270,10 +272,9 @@ func (a *agentRec) keepLast() {
 	}
 	copy(a.tr[:s], a.tr[k*s:])
 	a.tr = a.tr[:s]
-	// Its transition's reward and flags are not known yet: they are written when it
+	// Its transition's reward is not known yet: it is written when the transition
 	// completes (cleared here for a record that never completes it).
-	l := &a.pol.lay
-	a.tr[l.rew], a.tr[l.flags] = 0, 0
+	a.tr[a.pol.lay.rew], a.end = 0, 0
 	a.t0 += int32(a.n)
 	a.n = 0
 }

@@ -662,7 +662,7 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 		if a.collect {
 			l := &p.lay
 			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
-			row[l.rew], row[l.flags] = float32(reward), doneFlags(terminated, truncated)
+			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
 			if offPolicy != nil && len(offPolicy) == p.actW {
 				copy(row[l.act:l.act+p.actW], offPolicy)
 			}
@@ -682,10 +682,10 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 	}
 }
 
-// doneFlags returns a trajectory row's flags for a transition's terminated and truncated (0
-// for one that does not end its episode).
-func doneFlags(terminated, truncated bool) float32 {
-	var f float32
+// doneFlags returns a record's end flags for a transition's terminated and truncated (0 for
+// one that does not end its episode).
+func doneFlags(terminated, truncated bool) uint8 {
+	var f uint8
 	if terminated {
 		f += flagTerminated
 	}
