@@ -172,7 +172,7 @@ type agentRec struct {
 	// end the episode (the trajectory rows have no flags of their own).
 	end uint8
 	n   int       // complete transitions
-	tr    []float32 // trajectory rows since the last cut (trajLayout.stride values each)
+	tr  []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
 	col        *env.Columns // the runner's columns, for a record of a columnar runner
 	lastObs    []float32
