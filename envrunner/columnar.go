@@ -1,6 +1,9 @@
 package envrunner
 
-import "github.com/onnxrl/sampler/env"
+import (
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/prefetch"
+)
 
 // useColumns switches the runner to the columnar protocol when the environment offers it
 // (env.Columnar: a VectorEnv's sub-environments, one agent each) and every policy's rows
@@ -117,6 +120,7 @@ func (r *Runner) addColumns(ready []int) {
 			// The transition's reward (its end flags stay 0: not done).
 			a.tr[a.n*stride+rew] = float32(reward)
 			a.n++
+			prefetch.Float32(a.tr, len(a.tr)+stride-1) // a.prefetchRow, inline
 		}
 		// The row extends the policy's column run where it can (no row of its own).
 		if run := &p.run; len(infer) == 0 && (run.m == 0 || run.k+run.m == e) {

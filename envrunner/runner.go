@@ -667,6 +667,7 @@ func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, tr
 				copy(row[l.act:l.act+p.actW], offPolicy)
 			}
 			a.n++
+			a.prefetchRow()
 		}
 	}
 	a.done = done
