@@ -134,21 +134,23 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		panic(fmt.Sprintf("env: VectorEnv.Step: buffer lengths %d, %d, %d; want %d, %d, %d",
 			len(actions), len(obs), len(results), n*v.actN, n*v.obsN, n))
 	}
-	for i := range n {
-		if !v.running[i] {
-			return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i, ErrNeedsReset)
+	if i := slices.Index(v.running, false); i >= 0 {
+		return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i, ErrNeedsReset)
+	}
+	bad := -1
+	if v.disc != nil && v.actN == 1 {
+		bad = badDiscrete(actions, v.disc.Start, v.disc.N)
+	} else {
+		for i := range n {
+			if !v.act.Contains(actions[i*v.actN : (i+1)*v.actN]) {
+				bad = i
+				break
+			}
 		}
-		a := actions[i*v.actN : (i+1)*v.actN]
-		var ok bool
-		if v.disc != nil {
-			ok = v.disc.Contains(a)
-		} else {
-			ok = v.act.Contains(a)
-		}
-		if !ok {
-			return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i,
-				&ActionError{Action: slices.Clone(a), Space: spaces.String(v.act)})
-		}
+	}
+	if bad >= 0 {
+		return fmt.Errorf("env: VectorEnv sub-environment %d: %w", bad,
+			&ActionError{Action: slices.Clone(actions[bad*v.actN : (bad+1)*v.actN]), Space: spaces.String(v.act)})
 	}
 	var errs []error
 	for i := 0; i < n; {
@@ -168,6 +170,20 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// badDiscrete returns the index of the first of actions (one value each) that is not an
+// integer in [start, start+n), as spaces.Discrete.Contains decides it, or -1. It is that
+// check over a whole action column in one tight loop (an interface-free call a row still
+// measured about 4 ns a row, most of a vector step's bookkeeping).
+func badDiscrete(actions []float32, start, n int64) int {
+	for i, f := range actions {
+		k := int64(f)
+		if float32(k) != f || k < start || uint64(k-start) >= uint64(n) {
+			return i
+		}
+	}
+	return -1
 }
 
 // stepFrom steps sub-environments from, from+1, ... until one fails (an error or a panic): it
