@@ -2,7 +2,6 @@ package envrunner
 
 import (
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/onnxrl/sampler/internal/grow"
@@ -150,93 +149,26 @@ func (r *Runner) send(p *policy, a *agentRec, act []float32) {
 }
 
 // inferRows runs the model over the policy's rows, in chunks of the session's capacity.
-//
-// The rows go in a canonical order, whichever way they came in: the agents that act, by
-// sub-environment (stable: a multi-agent sub-environment's agents stay in the order they
-// came), then the final observations that need a value, in chunks of their own (see
-// orderRows). The order decides the draws of the random source, and so the actions; being
-// the same through Poll/SendActions and the columnar protocol, the two give the same
-// samples. It also lets a columnar step with resets take the bulk path: the first
-// observations of the new episodes are rows of the columns like the others, and once in
-// order the rows are the columns again.
 func (r *Runner) inferRows(p *policy) {
 	if p.run.m > 0 && (len(p.infer) > 0 || p.run.m > p.cap || !p.copies || p.conn.State != nil || p.records) {
 		r.spell(p)
 	}
 	if p.run.m > 0 {
-		r.inferChunk(p, nil, p.run.k, p.run.m, false)
+		r.inferChunk(p, nil, p.run.k, p.run.m)
 		return
 	}
-	live := orderRows(p.infer)
-	for start := 0; start < len(p.infer); {
-		final := start >= live
-		end := min(start+p.cap, len(p.infer))
-		if !final {
-			end = min(end, live) // the final observations start a chunk of their own
-		}
-		rows := p.infer[start:end]
-		if !r.inferChunk(p, rows, -1, len(rows), final) {
+	for start := 0; start < len(p.infer); start += p.cap {
+		rows := p.infer[start:min(start+p.cap, len(p.infer))]
+		if !r.inferChunk(p, rows, -1, len(rows)) {
 			return
 		}
-		start = end
 	}
-}
-
-// orderRows puts rows in the order inferRows runs them and returns the number of rows that
-// act: first those (of agents that are not done), sorted by sub-environment, then the done
-// rows (final observations, run for their values only), also by sub-environment. Equals keep
-// the order they came in. The common case, rows already in order, costs one pass.
-func orderRows(rows []row) (live int) {
-	// Insertion sort: the rows come nearly in order (a step's first observations of new
-	// episodes are queued after the others), which costs it a pass and a few moves. Rows in
-	// no particular order (from an asynchronous environment) go to the stable sort once the
-	// moves pass a budget.
-	budget := 8 * len(rows)
-	for j := 1; j < len(rows); j++ {
-		ro := rows[j]
-		i := j
-		for i > 0 && rowBefore(ro.rec, rows[i-1].rec) {
-			i--
-		}
-		if i == j {
-			continue
-		}
-		if budget -= j - i; budget < 0 {
-			slices.SortStableFunc(rows, func(x, y row) int {
-				if rowBefore(x.rec, y.rec) {
-					return -1
-				}
-				if rowBefore(y.rec, x.rec) {
-					return 1
-				}
-				return 0
-			})
-			break
-		}
-		copy(rows[i+1:j+1], rows[i:j])
-		rows[i] = ro
-	}
-	for _, ro := range rows {
-		if !ro.rec.done {
-			live++
-		}
-	}
-	return live
-}
-
-// rowBefore reports whether a's row goes before b's in orderRows' order.
-func rowBefore(a, b *agentRec) bool {
-	if a.done != b.done {
-		return b.done
-	}
-	return a.envID < b.envID
 }
 
 // inferChunk runs the model over rows, or, when rows is nil, over the policy's column run:
-// rows k..k+m-1 of the columns, the agents of colRec (see colRun). final says that the rows
-// are all final observations, run for their values: no actions are computed (nor drawn). It
-// reports false when the run failed (r.runErr is set; no row of the step gets an action).
-func (r *Runner) inferChunk(p *policy, rows []row, k, m int, final bool) bool {
+// rows k..k+m-1 of the columns, the agents of colRec (see colRun). It reports false when the
+// run failed (r.runErr is set; no row of the step gets an action).
+func (r *Runner) inferChunk(p *policy, rows []row, k, m int) bool {
 	w := p.obsW
 	st := p.conn.State
 	act := p.conn.Action
@@ -301,9 +233,7 @@ func (r *Runner) inferChunk(p *policy, rows []row, k, m int, final bool) bool {
 	}
 	t2 := time.Now()
 	r.perf.add(phInference, t2.Sub(t1))
-	if !final {
-		p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
-	}
+	p.conn.AfterRun(r.rng, p.sess, p.slots[:m])
 	var vals []float32
 	if p.hasValue {
 		vals = p.valueT.Float32()
