@@ -149,8 +149,9 @@ type RolloutMetrics struct {
 //
 // The trajectory is row-major (tr): row i holds o_i and what belongs to it, at the offsets
 // of the policy's trajLayout: the value of o_i, the action taken at o_i with its
-// log-probability, distribution inputs and RNN states, and the reward and done flags of
-// transition i once they are known. A step writes each agent's values into one place
+// log-probability, distribution inputs and RNN states, and the reward of transition i once
+// it is known (the done flags are the record's, in end: only the last transition can have
+// them). A step writes each agent's values into one place
 // instead of appending to a column per value (a column per value and agent is thousands of
 // write streams over a vector env); emit gathers the rows into the batch's columns.
 type agentRec struct {
