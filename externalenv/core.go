@@ -696,21 +696,31 @@ func (c *core) wait(ctx context.Context, ep *episode, seq uint64) error {
 			}
 			continue
 		}
-		ep.mu.Lock()
-		switch {
-		case ep.answered.Load() == seq: // answered meanwhile: take the answers after all
-			ep.mu.Unlock()
-			ep.passOn()
+		if !c.giveUp(ep, seq) { // answered meanwhile: take the answers after all
 			return nil
-		case ep.inFlight != nil && ep.inFlight.seq == seq:
-			ep.inFlight.ignored = true
-		default:
-			ep.takeBack(seq)
 		}
-		ep.mu.Unlock()
-		ep.waiting.Store(false)
 		return err
 	}
+}
+
+// giveUp withdraws event seq of ep, whose caller gives up waiting for it, and clears
+// ep.waiting. It reports false, leaving ep.waiting set, when the answers came in meanwhile:
+// the caller then takes them as after a wait.
+func (c *core) giveUp(ep *episode, seq uint64) (withdrawn bool) {
+	ep.mu.Lock()
+	switch {
+	case ep.answered.Load() == seq:
+		ep.mu.Unlock()
+		ep.passOn()
+		return false
+	case ep.inFlight != nil && ep.inFlight.seq == seq:
+		ep.inFlight.ignored = true
+	default:
+		ep.takeBack(seq)
+	}
+	ep.mu.Unlock()
+	ep.waiting.Store(false)
+	return true
 }
 
 // kick wakes ep's waiting GetAction, if any, to look at why.

@@ -2,6 +2,7 @@ package externalenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -114,6 +115,70 @@ func (e *ExternalEnv) GetAction(ctx context.Context, id string, obs []float32) (
 	}
 	ep.waiting.Store(false)
 	return ep.answer, nil
+}
+
+// GetActions is GetAction for the episodes ids at once, from one goroutine (a vectorized
+// simulator): obs holds len(ids) observations one after the other, and the actions are
+// appended to dst in the same order. All of them are reported before it waits for the first,
+// so one Poll can take them together.
+//
+// Every observation is checked before anything is reported. When episode i then fails (an
+// unknown, ended or busy id, an id given twice), the episodes before it are still waited
+// for and their actions appended, and the error names episode i; the later ones are not
+// reported. On a wait that gives up (ctx, Options.Timeout, Stop) the episodes not answered
+// yet give up too, as in GetAction, and dst holds the actions received before that one.
+func (e *ExternalEnv) GetActions(ctx context.Context, ids []string, obs, dst []float32) ([]float32, error) {
+	c := e.c
+	if len(obs) != len(ids)*c.obsSize {
+		return dst, fmt.Errorf("%w: %d observation values for %d episodes of %d", ErrBadObservation, len(obs), len(ids), c.obsSize)
+	}
+	for i, id := range ids {
+		if err := c.checkObs(id, "", obs[i*c.obsSize:(i+1)*c.obsSize]); err != nil {
+			return dst, err
+		}
+	}
+	var failed error
+	// The reported episodes and their events' sequence numbers, on the stack for the usual
+	// batch sizes.
+	var epBuf [128]*episode
+	var seqBuf [128]uint64
+	eps, seqs := epBuf[:0], seqBuf[:0]
+	if len(ids) > len(epBuf) {
+		eps, seqs = make([]*episode, 0, len(ids)), make([]uint64, 0, len(ids))
+	}
+	for i, id := range ids {
+		ep, err := c.lock(id)
+		if err == nil && !ep.waiting.CompareAndSwap(false, true) {
+			ep.mu.Unlock()
+			err = fmt.Errorf("%w: %q", ErrEpisodeBusy, id)
+		}
+		if err != nil {
+			failed = fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
+			break
+		}
+		ev := ep.newEvent()
+		c.add(ep, ev, 0, obs[i*c.obsSize:(i+1)*c.obsSize], nil, notDone)
+		ev.waiter = true
+		eps, seqs = append(eps, ep), append(seqs, ev.seq)
+		push := c.queue(ep, ev)
+		ep.mu.Unlock()
+		if push {
+			c.push(ep)
+		}
+	}
+	for i, ep := range eps {
+		if err := c.wait(ctx, ep, seqs[i]); err != nil {
+			for k := i + 1; k < len(eps); k++ {
+				if !c.giveUp(eps[k], seqs[k]) {
+					eps[k].waiting.Store(false) // answered: the answer is dropped
+				}
+			}
+			return dst, errors.Join(failed, err)
+		}
+		dst = append(dst, ep.answer...)
+		ep.waiting.Store(false)
+	}
+	return dst, failed
 }
 
 // LogAction reports obs for episode id with the action the simulator took itself (RLlib's

@@ -55,6 +55,28 @@ func Bundled(name string) (*Policy, error) {
 	return resolveWithMetadata(m, spec, source)
 }
 
+// ErrModelNotFound is wrapped by Open for a name that is neither a file nor a bundled model.
+var ErrModelNotFound = errors.New("models: no such model")
+
+// Open loads a policy by path, or by bundled name (see BundledNames) when no file of that
+// name exists and the name has no path separator. A name that is neither is an error wrapping
+// ErrModelNotFound that lists the bundled models.
+func Open(name string) (*Policy, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: no model given", ErrModelNotFound)
+	}
+	_, statErr := os.Stat(name)
+	if statErr != nil && errors.Is(statErr, fs.ErrNotExist) && !strings.ContainsRune(name, os.PathSeparator) {
+		p, err := Bundled(name)
+		if errors.Is(err, ErrUnknownBundled) {
+			return nil, fmt.Errorf("%w: %q is no file, and no bundled model has that name (bundled: %s)",
+				ErrModelNotFound, name, strings.Join(BundledNames(), ", "))
+		}
+		return p, err
+	}
+	return Load(name)
+}
+
 // SidecarPath returns the sidecar spec path for a model path: x.onnx -> x.policy.json.
 func SidecarPath(modelPath string) string {
 	return strings.TrimSuffix(modelPath, path.Ext(modelPath)) + ".policy.json"

@@ -2,11 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -20,16 +17,7 @@ func loadPolicy(name string) (*models.Policy, error) {
 	if name == "" {
 		return nil, usagef("no model given")
 	}
-	_, statErr := os.Stat(name)
-	if statErr != nil && errors.Is(statErr, fs.ErrNotExist) && !strings.ContainsRune(name, os.PathSeparator) {
-		if p, err := models.Bundled(name); err == nil {
-			return p, nil
-		} else if !errors.Is(err, models.ErrUnknownBundled) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("model %q: no such file, and no bundled model of that name (bundled: %s)", name, strings.Join(models.BundledNames(), ", "))
-	}
-	return models.Load(name)
+	return models.Open(name)
 }
 
 type inspectJSON struct {

@@ -1,0 +1,159 @@
+/*
+ * onnxrl sampler: the C API.
+ *
+ * Embeds the sampler in a C or C++ program: batch inference with an exported policy
+ * (onnxrl_policy_*), and RLlib's ExternalEnv episode API (onnxrl_env_*, onnxrl_episode_*),
+ * where many threads ask for actions and their requests are answered by one batched
+ * inference, and the experience is recorded for training.
+ *
+ * Conventions
+ *   - Every function returns a status: ONNXRL_OK (0) or a negative ONNXRL_ERR_* code.
+ *     onnxrl_last_error() then gives a message for the calling thread.
+ *   - Handles are opaque. A released handle is never handed out again: a call with it fails
+ *     with ONNXRL_ERR_STATE, a call with a pointer that is no handle of the right kind with
+ *     ONNXRL_ERR_INVALID_ARGUMENT. Release functions accept NULL (ONNXRL_OK).
+ *   - The caller owns every buffer. Observations and actions are float32, row-major,
+ *     obs_size / action_size values per row (the sizes functions give them); a Discrete
+ *     action is its index as a float. Buffers are read or written during the call only.
+ *   - Every function is safe to call from any thread, on the same handle at once.
+ *   - options_json is NULL or a JSON object; unknown keys and values of the wrong type are
+ *     ONNXRL_ERR_INVALID_ARGUMENT (a misspelt option never goes unnoticed).
+ *
+ * Process rules for hosts
+ *   - The library holds a Go runtime. Load one Go-built shared library per process, never
+ *     two. The library cannot be unloaded: dlclose leaves it mapped.
+ *   - A host that installs signal handlers installs them with SA_ONSTACK and chains to the
+ *     handler that was there before (the Go runtime's), for SIGSEGV, SIGBUS, SIGFPE,
+ *     SIGPIPE and SIGPROF above all. A Go panic never reaches the host: it becomes
+ *     ONNXRL_ERR_INTERNAL with the panic's message.
+ *   - ONNX Runtime is loaded at the first onnxrl_policy_open or onnxrl_env_open, from the
+ *     file named by ONNXRUNTIME_SHARED_LIBRARY_PATH, from beside this library, from the
+ *     project's third_party/onnxruntime/ (looked for above the working directory and the
+ *     executable), or from the system's library path, in that order.
+ */
+#ifndef ONNXRL_SAMPLER_H
+#define ONNXRL_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ONNXRL_ABI_VERSION 1
+
+enum {
+    ONNXRL_OK = 0,
+    ONNXRL_ERR_INVALID_ARGUMENT = -1, /* NULL pointer, bad size, bad JSON, value outside its space */
+    ONNXRL_ERR_NOT_FOUND = -2,        /* no such model file or bundled model, unknown episode */
+    ONNXRL_ERR_STATE = -3,            /* released handle, ended or running episode, busy episode */
+    ONNXRL_ERR_MODEL = -4,            /* not an ONNX model, unusable policy, runtime failure */
+    ONNXRL_ERR_LIMIT = -5,            /* too many episodes, id too long, buffer too small */
+    ONNXRL_ERR_TIMEOUT = -6,          /* no action within the env's timeout */
+    ONNXRL_ERR_IO = -7,               /* the output file could not be written */
+    ONNXRL_ERR_INTERNAL = -8          /* a bug of the library: please report the message */
+};
+
+typedef struct onnxrl_policy onnxrl_policy;
+typedef struct onnxrl_env onnxrl_env;
+
+/* ONNXRL_ABI_VERSION of the loaded library: compare it with the header's. */
+int onnxrl_abi_version(void);
+
+/* The message of this thread's last call that failed, or "" when its last call succeeded.
+   Valid until this thread's next call into the library. Never NULL. */
+const char *onnxrl_last_error(void);
+
+/* A constant name for a status ("ONNXRL_OK", "ONNXRL_ERR_STATE", ...; "unknown status"). */
+const char *onnxrl_status_name(int status);
+
+/* ---- Batch inference ------------------------------------------------------------------ */
+
+/* Opens a policy. model: an .onnx path (its policy spec from the sidecar <model>.policy.json
+   or the model's metadata) or a bundled model name ("cartpole_mlp", ...).
+   options_json keys: "device" ("cpu", "cuda[:N]"; default "cpu"), "threads" (ONNX Runtime
+   intra-op threads per session, default 1), "seed" (default 0), "workers" (sessions, and so
+   calls computed at once; default 1), "normalize_actions" (default true), "clip_actions"
+   (default false). Recurrent policies are refused (ONNXRL_ERR_MODEL): the episode API keeps
+   their state. */
+int onnxrl_policy_open(const char *model, const char *options_json, onnxrl_policy **out);
+
+int onnxrl_policy_sizes(const onnxrl_policy *p, int64_t *obs_size, int64_t *action_size);
+
+/* Computes actions for n observations (obs: n * obs_size values; actions: n * action_size).
+   explore != 0 samples from the action distribution (seeded: the same seed and calls give the
+   same actions), 0 takes its mode. logp (n values: the log-probability of each action) and
+   values (n values: the value output; ONNXRL_ERR_INVALID_ARGUMENT for a model without one)
+   may be NULL. An observation outside the observation space is ONNXRL_ERR_INVALID_ARGUMENT
+   and nothing is written. n == 0 does nothing. */
+int onnxrl_policy_act(onnxrl_policy *p, const float *obs, int64_t n, int explore,
+                      float *actions, float *logp, float *values);
+
+/* Releases p, waiting for its calls in flight. NULL: ONNXRL_OK; second close: ONNXRL_ERR_STATE. */
+int onnxrl_policy_close(onnxrl_policy *p);
+
+/* ---- Episodes (ExternalEnv) ----------------------------------------------------------- */
+
+/* Opens an environment with inverted control: the host's simulator runs episodes and asks
+   for actions; a sampler inside the library answers all pending requests of a step with one
+   batched inference and records the transitions.
+   options_json keys: "max_episodes" (running at once, default 100), "explore" (default
+   true), "seed" (default 0), "out" (a file to record the sample batches in, RLlib's offline
+   JSON lines as `sample run --out` writes, rotated into out-000001, ... at
+   "max_file_size" bytes, default 64 MiB; default: record nothing), "max_wait_us" (once one
+   request is pending, wait this long for more to batch; default 0), "max_batch" (most
+   observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
+   for an action, default 60000, negative: none), "fragment_length" (steps per episode slot
+   in a sample batch, default 200), "device", "threads", "normalize_actions",
+   "clip_actions" (as for onnxrl_policy_open). */
+int onnxrl_env_open(const char *model, const char *options_json, onnxrl_env **out);
+
+int onnxrl_env_sizes(const onnxrl_env *e, int64_t *obs_size, int64_t *action_size);
+
+/* Starts an episode. episode_id NULL: an id is generated (a UUID, 36 characters) and written
+   to id_out, NUL-terminated, which must then hold id_cap >= 37 bytes. With an episode_id,
+   id_out may be NULL; when given, the id is copied there too. Ids are at most 1024 bytes.
+   training_enabled 0: the episode runs but records nothing. ONNXRL_ERR_LIMIT beyond
+   max_episodes or with id_cap too small (then no episode is started); ONNXRL_ERR_STATE for an
+   id that is running or has ended. */
+int onnxrl_episode_start(onnxrl_env *e, const char *episode_id, int training_enabled,
+                         char *id_out, size_t id_cap);
+
+/* Reports obs (obs_size values) and blocks until the sampler answers with the action
+   (action_size values). */
+int onnxrl_episode_get_action(onnxrl_env *e, const char *episode_id, const float *obs, float *action);
+
+/* get_action for n different episodes at once, from one thread (a vectorized simulator):
+   obs holds n rows, actions receives n rows. All n are answered by the same sampler, in as
+   few inferences as the batching allows. If episode i fails, episodes 0..i-1 have their
+   actions written and i..n-1 do not; the message names episode i. */
+int onnxrl_episode_get_actions(onnxrl_env *e, const char *const *episode_ids, int64_t n,
+                               const float *obs, float *actions);
+
+/* Reports obs with the action the simulator took itself (recorded instead of the policy's).
+   Does not wait. */
+int onnxrl_episode_log_action(onnxrl_env *e, const char *episode_id, const float *obs,
+                              const float *action);
+
+/* Adds reward to the reward of the episode's current step (summed until its next observation). */
+int onnxrl_episode_log_returns(onnxrl_env *e, const char *episode_id, double reward);
+
+/* Ends the episode with its final observation, terminated (a terminal state). */
+int onnxrl_episode_end(onnxrl_env *e, const char *episode_id, const float *obs);
+
+/* Ends the episode with its final observation, truncated (a time limit, the simulator giving
+   up): its return is bootstrapped from the value of obs. */
+int onnxrl_episode_end_truncated(onnxrl_env *e, const char *episode_id, const float *obs);
+
+/* Releases e, waiting for its calls in flight: episodes still running end truncated (with
+   their last observation), everything sampled is written, and the file is closed. A write
+   failure is reported here (ONNXRL_ERR_IO) after all the rest has been released.
+   NULL: ONNXRL_OK; second close: ONNXRL_ERR_STATE. */
+int onnxrl_env_close(onnxrl_env *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNXRL_SAMPLER_H */
