@@ -339,6 +339,19 @@ func TestLibraryLookup(t *testing.T) {
 	assert.Contains(t, tried[0], "unset")
 	assert.Equal(t, systemLibraries, try[len(try)-len(systemLibraries):], "the system path comes last")
 
+	// AlsoLookIn's directories come before the project's install: the one holding the
+	// library is tried, the empty one is named in the error's list.
+	beside, empty := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(beside, "libonnxruntime.so.1"), nil, 0o644))
+	initMu.Lock()
+	saved := alsoDirs
+	alsoDirs = []string{empty, beside}
+	initMu.Unlock()
+	defer func() { initMu.Lock(); alsoDirs = saved; initMu.Unlock() }()
+	try, tried = candidates()
+	assert.Equal(t, filepath.Join(beside, "libonnxruntime.so.1"), try[0])
+	assert.Contains(t, tried, filepath.Join(empty, "libonnxruntime.so.1")+" (not there)")
+
 	e := &LibraryNotFoundError{Tried: []string{"a (missing)", "b (missing)"}}
 	assert.ErrorIs(t, e, ErrLibraryNotFound)
 	assert.Contains(t, e.Error(), "tried: a (missing); b (missing)")

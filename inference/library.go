@@ -47,11 +47,24 @@ var (
 	initErr     error
 	libraryPath string
 	ortVersion  string
+	alsoDirs    []string // AlsoLookIn's
 )
 
+// AlsoLookIn adds dir to the places Init looks for the runtime (libonnxruntime.so.1 in dir),
+// after ONNXRUNTIME_SHARED_LIBRARY_PATH and before the project's own install. A shared
+// library that embeds this package (the C API's libonnxrl_sampler.so) names its own
+// directory, where its install puts the runtime. It has no effect once Init has run.
+func AlsoLookIn(dir string) {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if !initDone && dir != "" {
+		alsoDirs = append(alsoDirs, dir)
+	}
+}
+
 // Init loads the ONNX Runtime shared library and creates the process-wide runtime
-// environment. It looks, in order, at the file named by ONNXRUNTIME_SHARED_LIBRARY_PATH, at the
-// project's own install (third_party/onnxruntime/ under the project root, found from the
+// environment. It looks, in order, at the file named by ONNXRUNTIME_SHARED_LIBRARY_PATH, in
+// the directories given to AlsoLookIn, at the project's own install (third_party/onnxruntime/ under the project root, found from the
 // working directory and from the executable's directory upwards), and at the system's library
 // path. Init is safe to call from many goroutines and more than once: the first call does the
 // work and every later call returns its result. Every other function of the package calls it.
@@ -93,6 +106,18 @@ func candidates() (try []string, tried []string) {
 	}
 	tried = append(tried, fmt.Sprintf("$%s (unset)", LibraryEnv))
 	seen := map[string]bool{}
+	for _, dir := range alsoDirs {
+		p := filepath.Join(dir, "libonnxruntime.so.1")
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := os.Stat(p); err != nil {
+			tried = append(tried, p+" (not there)")
+			continue
+		}
+		try = append(try, p)
+	}
 	for _, root := range projectRoots() {
 		p := filepath.Join(root, projectLibrary)
 		if seen[p] {

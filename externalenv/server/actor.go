@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/onnxrl/sampler/connectors"
@@ -68,10 +69,12 @@ type PolicyActor struct {
 }
 
 type actWorker struct {
-	sess            *inference.Session
-	obsT            *inference.Tensor
-	greedy, explore *connectors.Connectors
-	rng             *rand.Rand
+	sess   *inference.Session
+	obsT   *inference.Tensor
+	valueT *inference.Tensor // nil without a value output
+	// greedy leaves out the log-probabilities that greedyLogp computes.
+	greedy, greedyLogp, explore *connectors.Connectors
+	rng                         *rand.Rand
 }
 
 // NewPolicyActor makes opts.Workers sessions of the policy.
@@ -112,10 +115,12 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 		}
 		w := &actWorker{sess: sess, rng: rand.New(rand.NewPCG(opts.Seed, uint64(i)))}
 		a.workers = append(a.workers, w)
-		for k, explore := range []bool{false, true} {
+		for _, set := range []struct {
+			c                 **connectors.Connectors
+			explore, skipLogp bool
+		}{{&w.greedy, false, true}, {&w.greedyLogp, false, false}, {&w.explore, true, false}} {
 			cfg := opts.Action
-			cfg.Explore = explore
-			cfg.SkipLogp = !explore // nothing reads it
+			cfg.Explore, cfg.SkipLogp = set.explore, set.skipLogp
 			c, err := connectors.New(connectors.Config{Policy: p, ObservationSpace: opts.ObservationSpace,
 				ActionSpace: opts.ActionSpace, Action: cfg, Capacity: sess.Capacity()})
 			if err != nil {
@@ -124,10 +129,14 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 			if err := c.Bind(sess); err != nil {
 				return nil, fmt.Errorf("server: /v1/act: %w", err)
 			}
-			if k == 0 {
-				w.greedy = c
-			} else {
-				w.explore = c
+			*set.c = c
+		}
+		if p.Spec.ValueOutput != "" {
+			if w.valueT, err = sess.Output(p.Spec.ValueOutput); err != nil {
+				return nil, fmt.Errorf("server: /v1/act: %w", err)
+			}
+			if w.valueT.Info.ElemType != inference.ElemFloat32 {
+				return nil, fmt.Errorf("server: /v1/act: value output %q holds %s, want float32", w.valueT.Info.Name, w.valueT.Info.ElemType)
 			}
 		}
 		if w.obsT, err = sess.Input(p.Spec.ObservationInput); err != nil {
@@ -137,8 +146,9 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 			return nil, fmt.Errorf("server: /v1/act: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
 		}
 		agent := w.greedy.Agent
-		agent.Reset(0)
-		w.explore.Agent.Reset(0)
+		for _, c := range []*connectors.Connectors{w.greedy, w.greedyLogp, w.explore} {
+			c.Agent.Reset(0)
+		}
 		a.obsW, a.inW = agent.InputSize(), agent.Width()
 		a.actW = w.greedy.Action.Distribution().ActionSize()
 		obs := opts.ObservationSpace
@@ -152,30 +162,75 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 	return a, nil
 }
 
+// ErrNoValueOutput is ActInto's error when values are asked of a policy without a value output.
+var ErrNoValueOutput = errors.New("server: the policy has no value output")
+
+// ActOutputs are the destinations of ActInto. Actions is required; LogP and Values may be
+// nil (not computed).
+type ActOutputs struct {
+	Actions []float32 // n rows of the action space's raw layout
+	LogP    []float32 // n log-probabilities of the actions taken
+	Values  []float32 // n values of the value output
+}
+
+// ObservationSize is the number of values of one observation.
+func (a *PolicyActor) ObservationSize() int { return a.obsW }
+
+// ActionSize is the number of values of one action.
+func (a *PolicyActor) ActionSize() int { return a.actW }
+
+// HasValue reports whether the policy has a value output (ActOutputs.Values can be asked for).
+func (a *PolicyActor) HasValue() bool { return a.workers[0].valueT != nil }
+
 // Act computes the actions on a free session (waiting for one while all are busy).
 func (a *PolicyActor) Act(ctx context.Context, dst, obs []float32, n int, explore Explore) ([]float32, error) {
+	start := len(dst)
+	dst = slices.Grow(dst, n*a.actW)[:start+n*a.actW]
+	if err := a.ActInto(ctx, ActOutputs{Actions: dst[start:]}, obs, n, explore); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// ActInto is Act writing the actions, and the log-probabilities and values when asked for,
+// into out's slices, which must hold n rows each. The observations are not checked against
+// the observation space (the caller does that).
+func (a *PolicyActor) ActInto(ctx context.Context, out ActOutputs, obs []float32, n int, explore Explore) error {
 	if len(obs) != n*a.obsW {
-		return dst, fmt.Errorf("server: Act: %d observation values for %d rows of %d", len(obs), n, a.obsW)
+		return fmt.Errorf("server: Act: %d observation values for %d rows of %d", len(obs), n, a.obsW)
+	}
+	switch {
+	case len(out.Actions) != n*a.actW:
+		return fmt.Errorf("server: Act: room for %d action values, want %d rows of %d", len(out.Actions), n, a.actW)
+	case out.LogP != nil && len(out.LogP) != n:
+		return fmt.Errorf("server: Act: room for %d log-probabilities, want %d", len(out.LogP), n)
+	case out.Values != nil && len(out.Values) != n:
+		return fmt.Errorf("server: Act: room for %d values, want %d", len(out.Values), n)
+	case out.Values != nil && !a.HasValue():
+		return ErrNoValueOutput
 	}
 	var w *actWorker
 	select {
 	case w = <-a.free:
 	case <-ctx.Done():
-		return dst, ctx.Err()
+		return ctx.Err()
 	}
 	defer func() { a.free <- w }()
 	if w.sess == nil {
-		return dst, inference.ErrClosed
+		return inference.ErrClosed
 	}
 	c := w.greedy
-	if explore == ExploreOn || (explore == ExploreDefault && a.explore) {
+	switch {
+	case explore == ExploreOn || (explore == ExploreDefault && a.explore):
 		c = w.explore
+	case out.LogP != nil:
+		c = w.greedyLogp
 	}
 	capacity := w.sess.Capacity()
 	for start := 0; start < n; start += capacity {
 		m := min(capacity, n-start)
 		if err := w.sess.SetBatch(m); err != nil {
-			return dst, err
+			return err
 		}
 		in := w.obsT.Float32()
 		rows := obs[start*a.obsW : (start+m)*a.obsW]
@@ -187,14 +242,22 @@ func (a *PolicyActor) Act(ctx context.Context, dst, obs []float32, n int, explor
 			}
 		}
 		if err := w.sess.Run(); err != nil {
-			return dst, err
+			return err
 		}
 		c.Action.ComputeSession(w.rng, w.sess)
-		for j := range m {
-			dst = append(dst, c.Action.Action(j)...)
+		copy(out.Actions[start*a.actW:(start+m)*a.actW], c.Action.Actions())
+		if out.LogP != nil {
+			copy(out.LogP[start:start+m], c.Action.LogPs())
+		}
+		if out.Values != nil {
+			v := w.valueT.Float32()
+			if len(v) != m {
+				return fmt.Errorf("server: value output %q has %d values for %d rows", w.valueT.Info.Name, len(v), m)
+			}
+			copy(out.Values[start:start+m], v)
 		}
 	}
-	return dst, nil
+	return nil
 }
 
 // Close closes the sessions, waiting for the requests that use them; later Act calls fail

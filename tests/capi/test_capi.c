@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,47 +39,48 @@ static int record_status(int status) {
 
 #define STATUS(call) record_status(call)
 
-static void report(int ok, const char *file, int line, const char *what) {
-    if (ok) {
-        g_passed++;
-        return;
-    }
+/* Counts a failed check and prints where it failed and why. */
+static void fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
     g_failed++;
-    fprintf(stderr, "FAIL %s:%d: %s\n", file, line, what);
+    fprintf(stderr, "FAIL %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
 }
 
-#define CHECK(cond) report((cond) ? 1 : 0, __FILE__, __LINE__, #cond)
+#define CHECK(cond)                                      \
+    do {                                                 \
+        if (cond)                                        \
+            g_passed++;                                  \
+        else                                             \
+            fail(__FILE__, __LINE__, "%s", #cond);       \
+    } while (0)
 
 /* CHECKF(cond, fmt, ...): CHECK with a formatted explanation on failure. */
-#define CHECKF(cond, ...)                                                      \
-    do {                                                                       \
-        if (cond) {                                                            \
-            g_passed++;                                                        \
-        } else {                                                               \
-            char what_[1024];                                                  \
-            snprintf(what_, sizeof what_, __VA_ARGS__);                        \
-            report(0, __FILE__, __LINE__, what_);                              \
-        }                                                                      \
+#define CHECKF(cond, ...)                                \
+    do {                                                 \
+        if (cond)                                        \
+            g_passed++;                                  \
+        else                                             \
+            fail(__FILE__, __LINE__, __VA_ARGS__);       \
     } while (0)
 
 /* Checks that a call returns `want` and that onnxrl_last_error() agrees: "" after a success,
    a non-empty message after a failure. */
 static void expect_status(int got, int want, const char *expr, const char *file, int line) {
-    char what[2048];
-    if (got != want) {
-        snprintf(what, sizeof what, "%s: got %s (%d) \"%s\", want %s", expr, onnxrl_status_name(got),
-                 got, g_err, onnxrl_status_name(want));
-        report(0, file, line, what);
-    } else if (want == ONNXRL_OK && g_err[0] != '\0') {
-        snprintf(what, sizeof what, "%s: succeeded but onnxrl_last_error() is \"%s\", want \"\"", expr, g_err);
-        report(0, file, line, what);
-    } else if (want != ONNXRL_OK && g_err[0] == '\0') {
-        snprintf(what, sizeof what, "%s: failed with %s but onnxrl_last_error() is empty", expr,
-                 onnxrl_status_name(got));
-        report(0, file, line, what);
-    } else {
-        report(1, file, line, expr);
-    }
+    if (got != want)
+        fail(file, line, "%s: got %s (%d) \"%s\", want %s", expr, onnxrl_status_name(got), got, g_err,
+             onnxrl_status_name(want));
+    else if (want == ONNXRL_OK && g_err[0] != '\0')
+        fail(file, line, "%s: succeeded but onnxrl_last_error() is \"%s\", want \"\"", expr, g_err);
+    else if (want != ONNXRL_OK && g_err[0] == '\0')
+        fail(file, line, "%s: failed with %s but onnxrl_last_error() is empty", expr, onnxrl_status_name(got));
+    else
+        g_passed++;
 }
 
 #define EXPECT(call, want) expect_status(STATUS(call), (want), #call, __FILE__, __LINE__)

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onnxrl/sampler/connectors"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/externalenv"
+	"github.com/onnxrl/sampler/externalenv/server"
+	"github.com/onnxrl/sampler/inference"
+)
+
+// cenv is an onnxrl_env: an ExternalEnv whose episodes the host runs, a sampler goroutine
+// that answers their requests with an envrunner.Runner, and the output file.
+//
+// Every call holds calls.RLock; close takes calls.Lock, so it waits for the calls in flight
+// (which the still running sampler answers) and no call sees a half-closed env.
+type cenv struct {
+	ext      *externalenv.ExternalEnv
+	runner   *envrunner.Runner
+	sampler  *server.Sampler
+	writer   *output.Writer // nil without "out"
+	episodes *episodeTable
+	obsSize  int
+	actSize  int
+	loopDone chan struct{} // closed by close: the run loop returns, and the sampler ends
+
+	calls  sync.RWMutex
+	closed bool
+
+	failed  chan struct{} // closed by watch once failErr is set
+	failErr error         // why the sampler stopped before close
+}
+
+// openEnv opens an env over model with the options JSON.
+func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
+	o := defaultEnvOptions()
+	if err := parseOptions(optionsJSON, &o); err != nil {
+		return nil, err
+	}
+	if err := o.check(); err != nil {
+		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
+	}
+	if _, err := inference.ParseDevice(o.Device); err != nil {
+		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
+	}
+	if strings.HasSuffix(strings.ToLower(o.Out), ".parquet") {
+		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: \"out\" %q: this version writes JSON lines (RLlib's offline format); name the file .jsonl", o.Out))
+	}
+	p, err := loadPolicy(model)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(o.TimeoutMS) * time.Millisecond
+	ext, err := externalenv.New(externalenv.Options{ObservationSpace: p.Spec.ObservationSpace, ActionSpace: p.Spec.ActionSpace,
+		MaxConcurrentEpisodes: o.MaxEpisodes, Timeout: timeout, MaxBatch: o.MaxBatch,
+		MaxWait: time.Duration(o.MaxWaitUS) * time.Microsecond})
+	if err != nil {
+		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
+	}
+	e := &cenv{ext: ext, episodes: newEpisodeTable(), loopDone: make(chan struct{}), failed: make(chan struct{}),
+		obsSize: p.Spec.ObservationSpace.Size(), actSize: p.Spec.ActionSpace.Size()}
+	defer func() {
+		if err != nil {
+			if e.runner != nil {
+				e.runner.Close() // stops ext
+			} else {
+				ext.Stop()
+			}
+		}
+	}()
+	pc := envrunner.PolicyConfig{Policy: p,
+		Action:  connectors.ActionConfig{Explore: o.Explore, NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions},
+		Session: inference.Options{Device: o.Device, IntraOpThreads: o.Threads, InterOpThreads: 1}}
+	e.runner, err = envrunner.New(envrunner.Config{Env: ext, NumEnvs: ext.NumEnvs(), Seed: o.Seed,
+		FragmentLength: o.FragmentLength, NoSamples: o.Out == "",
+		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}})
+	if err != nil {
+		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
+	}
+	var write func(*envrunner.MultiAgentBatch) error
+	if o.Out != "" {
+		if e.writer, err = output.NewWriter(o.Out, output.Options{MaxFileSize: o.MaxFileSize}); err != nil {
+			return nil, withStatus(statusIO, fmt.Errorf("onnxrl: %w", err))
+		}
+		write = func(b *envrunner.MultiAgentBatch) error { return withStatus(statusIO, e.writer.Write(b)) }
+	}
+	ext.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error {
+		<-e.loopDone
+		return nil
+	})
+	e.sampler = server.StartSampler(e.runner, write)
+	go e.watch()
+	return e, nil
+}
+
+// watch stops the env when the sampler fails before close (a write error, a model that fails
+// to run), so that waiting calls return its error instead of waiting for their timeout.
+func (e *cenv) watch() {
+	select {
+	case <-e.sampler.Done():
+	case <-e.loopDone:
+		return
+	}
+	select {
+	case <-e.loopDone:
+		return // closing: the sampler ended because the run loop did
+	default:
+	}
+	// The sampler cannot end normally before the run loop, which waits for loopDone.
+	e.failErr = e.sampler.Wait()
+	if e.failErr == nil {
+		e.failErr = errors.New("the sampler stopped")
+	}
+	close(e.failed)
+	e.ext.Stop()
+}
+
+// why returns the error a call reports for err: when the sampler has failed, its error.
+func (e *cenv) why(err error) error {
+	if errors.Is(err, externalenv.ErrStopped) {
+		select {
+		case <-e.failed:
+			return withStatus(failStatus(e.failErr), fmt.Errorf("onnxrl: the env's sampler failed: %w", e.failErr))
+		default:
+		}
+	}
+	return err
+}
+
+// failStatus is the status of the sampler's error: a write's is statusIO, a model's run's
+// statusModel.
+func failStatus(err error) int {
+	if s := statusOf(err); s != statusInternal {
+		return s
+	}
+	return statusModel
+}
+
+// enter starts a call; the caller calls e.calls.RUnlock when it returns.
+func (e *cenv) enter() error {
+	e.calls.RLock()
+	if e.closed {
+		e.calls.RUnlock()
+		return fmt.Errorf("%w (closed during the call)", errReleased)
+	}
+	return nil
+}
+
+// record returns the record of running episode id, or an error saying why there is none.
+func (e *cenv) record(id []byte) (*episodeRec, error) {
+	if len(id) == 0 {
+		return nil, withStatus(statusInvalidArgument, errors.New("onnxrl: empty episode id"))
+	}
+	if len(id) > maxIDLen {
+		return nil, withStatus(statusLimit, fmt.Errorf("onnxrl: episode id of more than %d bytes", maxIDLen))
+	}
+	if r := e.episodes.get(id); r != nil {
+		return r, nil
+	}
+	// Not running: ExternalEnv tells an ended id from an unknown one.
+	err := e.ext.LogReturns(string(id), 0, nil)
+	if err == nil {
+		err = fmt.Errorf("%w: %q (it was starting)", externalenv.ErrEpisodeNotFound, id)
+	}
+	return nil, e.why(err)
+}
+
+// start starts an episode (id nil: a new UUID) and returns its id.
+func (e *cenv) start(id []byte, training bool) (string, error) {
+	if err := e.enter(); err != nil {
+		return "", err
+	}
+	defer e.calls.RUnlock()
+	if id != nil && len(id) == 0 {
+		return "", withStatus(statusInvalidArgument, errors.New("onnxrl: empty episode id (pass NULL to have one generated)"))
+	}
+	if len(id) > maxIDLen {
+		return "", withStatus(statusLimit, fmt.Errorf("onnxrl: episode id of %d bytes, at most %d", len(id), maxIDLen))
+	}
+	got, err := e.ext.StartEpisode(string(id), training)
+	if err != nil {
+		return "", e.why(err)
+	}
+	e.episodes.add(&episodeRec{id: got})
+	return got, nil
+}
+
+// getAction reports obs for episode id and waits for its action, written to act.
+func (e *cenv) getAction(id []byte, obs, act []float32) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	r, err := e.record(id)
+	if err != nil {
+		return err
+	}
+	a, err := e.ext.GetAction(context.Background(), r.id, obs)
+	if err != nil {
+		return e.why(err)
+	}
+	r.note(obs)
+	copy(act, a)
+	return nil
+}
+
+// batchScratch holds the ids and records of a getActions call.
+type batchScratch struct {
+	ids  []string
+	recs []*episodeRec
+}
+
+var batchScratchPool = sync.Pool{New: func() any { return &batchScratch{} }}
+
+// getActions is getAction for len(ids) episodes at once; acts has room for their actions.
+// When episode i fails, the actions of those before it are written (see the header).
+func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	sc := batchScratchPool.Get().(*batchScratch)
+	defer func() {
+		clear(sc.ids)
+		clear(sc.recs)
+		batchScratchPool.Put(sc)
+	}()
+	sc.ids, sc.recs = sc.ids[:0], sc.recs[:0]
+	var stop error
+	for i, id := range ids {
+		r, err := e.record(id)
+		if err != nil {
+			stop = fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
+			break
+		}
+		sc.ids, sc.recs = append(sc.ids, r.id), append(sc.recs, r)
+	}
+	got, err := e.ext.GetActions(context.Background(), sc.ids, obs[:len(sc.ids)*e.obsSize], acts[:0])
+	for i := range len(got) / e.actSize {
+		sc.recs[i].note(obs[i*e.obsSize : (i+1)*e.obsSize])
+	}
+	if err != nil {
+		return e.why(err)
+	}
+	return stop
+}
+
+// logAction reports obs with the action the simulator took.
+func (e *cenv) logAction(id []byte, obs, act []float32) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	r, err := e.record(id)
+	if err != nil {
+		return err
+	}
+	if err := e.ext.LogAction(r.id, obs, act); err != nil {
+		return e.why(err)
+	}
+	r.note(obs)
+	return nil
+}
+
+// logReturns adds reward to the episode's current step.
+func (e *cenv) logReturns(id []byte, reward float64) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	r, err := e.record(id)
+	if err != nil {
+		return err
+	}
+	return e.why(e.ext.LogReturns(r.id, reward, nil))
+}
+
+// end ends the episode with its final observation, terminated or truncated.
+func (e *cenv) end(id []byte, obs []float32, truncated bool) error {
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	r, err := e.record(id)
+	if err != nil {
+		return err
+	}
+	if truncated {
+		err = e.ext.EndEpisodeTruncated(r.id, obs)
+	} else {
+		err = e.ext.EndEpisode(r.id, obs)
+	}
+	if err != nil {
+		return e.why(err)
+	}
+	e.episodes.remove(r.id)
+	return nil
+}
+
+// close waits for the calls in flight, ends the running episodes truncated (those that
+// reported an observation: the others have nothing to record), lets the sampler record
+// everything and closes the file.
+func (e *cenv) close() error {
+	e.calls.Lock()
+	e.closed = true
+	e.calls.Unlock()
+	var errs []error
+	for _, r := range e.episodes.all() {
+		if !r.seen {
+			continue
+		}
+		if err := e.ext.EndEpisodeTruncated(r.id, r.last); err != nil && !errors.Is(err, externalenv.ErrStopped) {
+			errs = append(errs, fmt.Errorf("onnxrl: end episode %q: %w", r.id, err))
+		}
+	}
+	close(e.loopDone)
+	samplerErr := e.sampler.Wait()
+	if samplerErr != nil {
+		errs = append(errs, withStatus(failStatus(samplerErr), fmt.Errorf("onnxrl: the env's sampler failed: %w", samplerErr)))
+	}
+	if err := e.runner.Close(); err != nil {
+		errs = append(errs, withStatus(statusModel, fmt.Errorf("onnxrl: %w", err)))
+	}
+	if e.writer != nil {
+		if err := e.writer.Close(); err != nil {
+			errs = append(errs, withStatus(statusIO, fmt.Errorf("onnxrl: %w", err)))
+		}
+	}
+	return errors.Join(errs...)
+}

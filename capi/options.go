@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// policyOptions are onnxrl_policy_open's options (see the header).
+type policyOptions struct {
+	Device           string `json:"device"`
+	Threads          int    `json:"threads"`
+	Seed             uint64 `json:"seed"`
+	Workers          int    `json:"workers"`
+	NormalizeActions bool   `json:"normalize_actions"`
+	ClipActions      bool   `json:"clip_actions"`
+}
+
+func defaultPolicyOptions() policyOptions {
+	return policyOptions{Device: "cpu", Threads: 1, Workers: 1, NormalizeActions: true}
+}
+
+func (o *policyOptions) check() error {
+	switch {
+	case o.Threads < 0:
+		return fmt.Errorf("\"threads\" %d: want >= 0 (0: the runtime's default)", o.Threads)
+	case o.Workers < 1 || o.Workers > 1024:
+		return fmt.Errorf("\"workers\" %d: want 1..1024", o.Workers)
+	}
+	return nil
+}
+
+// envOptions are onnxrl_env_open's options (see the header).
+type envOptions struct {
+	policyOptions
+	MaxEpisodes    int    `json:"max_episodes"`
+	Explore        bool   `json:"explore"`
+	Out            string `json:"out"`
+	MaxFileSize    int64  `json:"max_file_size"`
+	MaxWaitUS      int64  `json:"max_wait_us"`
+	MaxBatch       int    `json:"max_batch"`
+	TimeoutMS      int64  `json:"timeout_ms"`
+	FragmentLength int    `json:"fragment_length"`
+}
+
+func defaultEnvOptions() envOptions {
+	return envOptions{policyOptions: defaultPolicyOptions(), MaxEpisodes: 100, Explore: true,
+		MaxFileSize: 64 << 20, TimeoutMS: 60_000, FragmentLength: 200}
+}
+
+func (o *envOptions) check() error {
+	if o.Workers != 1 {
+		return errors.New("\"workers\" is an option of onnxrl_policy_open: an env runs one sampler")
+	}
+	if err := o.policyOptions.check(); err != nil {
+		return err
+	}
+	switch {
+	case o.MaxEpisodes < 1 || o.MaxEpisodes > 1<<20:
+		return fmt.Errorf("\"max_episodes\" %d: want 1..%d", o.MaxEpisodes, 1<<20)
+	case o.MaxFileSize < 0:
+		return fmt.Errorf("\"max_file_size\" %d: want >= 0 (0: one file)", o.MaxFileSize)
+	case o.MaxWaitUS < 0 || o.MaxWaitUS > 10_000_000:
+		return fmt.Errorf("\"max_wait_us\" %d: want 0..10000000", o.MaxWaitUS)
+	case o.MaxBatch < 0:
+		return fmt.Errorf("\"max_batch\" %d: want >= 0 (0: min(1024, max_episodes))", o.MaxBatch)
+	case o.TimeoutMS == 0:
+		return errors.New("\"timeout_ms\" 0: want a positive time (negative: no timeout)")
+	case o.FragmentLength < 1:
+		return fmt.Errorf("\"fragment_length\" %d: want >= 1", o.FragmentLength)
+	}
+	return nil
+}
+
+// parseOptions decodes the options JSON object into o (holding the defaults): NULL (nil),
+// "" and "null" leave them; unknown keys, values of the wrong type and anything after the
+// object are errors.
+func parseOptions(data []byte, o any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return nil
+	}
+	if data[0] != '{' {
+		return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: want a JSON object, got %.40q", data))
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(o); err != nil {
+		return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return withStatus(statusInvalidArgument, errors.New("onnxrl: options: data after the JSON object"))
+	}
+	return nil
+}
