@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 // policyOptions are onnxrl_policy_open's options (see the header).
@@ -93,5 +96,30 @@ func parseOptions(data []byte, o any) error {
 	if _, err := d.Token(); !errors.Is(err, io.EOF) {
 		return withStatus(statusInvalidArgument, errors.New("onnxrl: options: data after the JSON object"))
 	}
+	// encoding/json matches keys without regard to case: a key must be spelt as documented.
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
+	}
+	known := optionKeys(reflect.TypeOf(o).Elem())
+	for k := range keys {
+		if !slices.Contains(known, k) {
+			return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: unknown key %q (known: %s)", k, strings.Join(known, ", ")))
+		}
+	}
 	return nil
+}
+
+// optionKeys returns the JSON keys of struct type t, with those of embedded structs.
+func optionKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			keys = append(keys, optionKeys(f.Type)...)
+		} else if k, _, _ := strings.Cut(f.Tag.Get("json"), ","); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }

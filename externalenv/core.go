@@ -74,6 +74,7 @@ type eventData struct {
 	open    int       // in flight: acting entries not answered yet
 	end     endKind   // the episode's last report
 	waiter  bool      // a GetAction caller waits for the answers
+	direct  bool      // ... and is woken directly, never through the wake-up tree (GetActions)
 	ignored bool      // the GetAction caller gave up: the answers are dropped
 	one     [1]entry  // ents of a single-agent event
 	inline  [16]float32
@@ -1103,6 +1104,7 @@ func (c *core) answer(a *env.Action) error {
 	}
 	ep.inFlight = nil
 	wake := ev.waiter && !ev.ignored
+	direct := ev.direct
 	if wake {
 		ep.kidState.Store(0) // before answered: passOn sees this round's kids
 		ep.answered.Store(ev.seq)
@@ -1112,7 +1114,11 @@ func (c *core) answer(a *env.Action) error {
 		c.pending = append(c.pending, ep)
 	}
 	ep.mu.Unlock()
-	if wake {
+	if wake && direct {
+		// A GetActions caller waits for its episodes one after the other: in the tree, one
+		// of them could be the parent of one it waits for first.
+		ep.kick()
+	} else if wake {
 		if n := len(c.woken); n > 0 {
 			c.woken[(n-1)/wakeFanOut].adopt((n-1)%wakeFanOut, ep)
 		}

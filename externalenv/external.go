@@ -127,6 +127,9 @@ func (e *ExternalEnv) GetAction(ctx context.Context, id string, obs []float32) (
 // for and their actions appended, and the error names episode i; the later ones are not
 // reported. On a wait that gives up (ctx, Options.Timeout, Stop) the episodes not answered
 // yet give up too, as in GetAction, and dst holds the actions received before that one.
+//
+// The sampler wakes the caller for each of its episodes directly (GetAction's waiters wake
+// each other in a tree instead), since it waits for them one after the other.
 func (e *ExternalEnv) GetActions(ctx context.Context, ids []string, obs, dst []float32) ([]float32, error) {
 	c := e.c
 	if len(obs) != len(ids)*c.obsSize {
@@ -158,7 +161,7 @@ func (e *ExternalEnv) GetActions(ctx context.Context, ids []string, obs, dst []f
 		}
 		ev := ep.newEvent()
 		c.add(ep, ev, 0, obs[i*c.obsSize:(i+1)*c.obsSize], nil, notDone)
-		ev.waiter = true
+		ev.waiter, ev.direct = true, true
 		eps, seqs = append(eps, ep), append(seqs, ev.seq)
 		push := c.queue(ep, ev)
 		ep.mu.Unlock()

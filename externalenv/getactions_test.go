@@ -3,6 +3,8 @@ package externalenv_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,4 +139,92 @@ func TestGetActionsGiveUp(t *testing.T) {
 	r := <-res
 	require.NoError(t, r.err)
 	assert.Equal(t, []float32{1.01, 1.02, 1.03}, r.acts)
+}
+
+// TestGetActionsManyCallers: several vectorized simulators at once, each waiting for its
+// episodes one after the other, ending some and starting others in their place, while the
+// sampler answers in an order of its own. Woken through GetAction's tree (built in the
+// answers' order), one of a caller's episodes could be the parent of one it waits for first,
+// and the call then hung until the watchdog's timeout.
+func TestGetActionsManyCallers(t *testing.T) {
+	const callers, per, rounds = 4, 32, 300
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: callers * per, Timeout: 10 * time.Second,
+		MaxWait: 200 * time.Microsecond})
+	ids := make([][]string, callers)
+	for c := range ids {
+		for range per {
+			id, err := e.StartEpisode("", true)
+			require.NoError(t, err)
+			ids[c] = append(ids[c], id)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the sampler
+		for ctx.Err() == nil {
+			b := &env.Batch{}
+			if e.Poll(b) != nil {
+				return
+			}
+			var acts []env.Action
+			for _, a := range b.Agents {
+				if !a.Terminated { // an end wants no action
+					acts = append(acts, env.Action{Env: a.Env, Agent: a.Agent, Action: []float32{a.Obs[0] + 1}})
+				}
+			}
+			// A runner answers in its own order (by sub-environment), not in the order of the
+			// calls: here, the reverse of the Poll's.
+			slices.Reverse(acts)
+			if err := e.SendActions(acts); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	errs := make(chan error, callers)
+	for c := range callers {
+		go func() {
+			obs := make([]float32, 0, 4*per)
+			for i := range per {
+				obs = append(obs, obsOf(float32(c*per+i)/1000)...)
+			}
+			var acts []float32
+			rng := rand.New(rand.NewPCG(uint64(c), 1))
+			for r := range rounds {
+				for i, id := range ids[c] {
+					if rng.IntN(20) > 0 {
+						continue
+					}
+					if err := e.EndEpisode(id, obs[4*i:4*i+4]); err != nil {
+						errs <- err
+						return
+					}
+					var err error
+					if ids[c][i], err = e.StartEpisode("", true); err != nil {
+						errs <- err
+						return
+					}
+				}
+				start := time.Now()
+				var err error
+				if acts, err = e.GetActions(context.Background(), ids[c], obs, acts[:0]); err != nil {
+					errs <- fmt.Errorf("caller %d round %d: %w", c, r, err)
+					return
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					errs <- fmt.Errorf("caller %d round %d took %v", c, r, d)
+					return
+				}
+				for i, a := range acts {
+					if want := float32(c*per+i)/1000 + 1; a != want {
+						errs <- fmt.Errorf("caller %d round %d episode %d: action %v, want %v", c, r, i, a, want)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range callers {
+		require.NoError(t, <-errs)
+	}
 }

@@ -35,7 +35,8 @@ namespace {
 // Prints a failed call's status and message, and ends the process (from any thread: the C API
 // has nothing to unwind, and no exception crosses into it).
 [[noreturn]] void die(const char* what, int status) {
-    std::fprintf(stderr, "cpp_sim: %s: %s: %s\n", what, onnxrl_status_name(status), onnxrl_last_error());
+    const std::string message = onnxrl_last_error();  // copied first: valid until the next call
+    std::fprintf(stderr, "cpp_sim: %s: %s: %s\n", what, onnxrl_status_name(status), message.c_str());
     std::fflush(nullptr);
     std::_Exit(1);
 }

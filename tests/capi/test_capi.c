@@ -125,6 +125,20 @@ static void make_tmpdir(void) {
 
 static void tmp_path(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", g_tmpdir, name); }
 
+/* Removes the files the tests write, and the directory (left, with a note, if something else
+   is in it). */
+static void remove_tmpdir(void) {
+    static const char *const files[] = {"garbage.onnx",       "empty.onnx",      "identity.onnx",
+                                        "identity.policy.json", "not-a-directory", "samples.json"};
+    char path[512];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        tmp_path(path, sizeof path, files[i]);
+        unlink(path);
+    }
+    if (rmdir(g_tmpdir) != 0)
+        fprintf(stderr, "note: left %s behind\n", g_tmpdir);
+}
+
 static int write_file(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f)
@@ -191,6 +205,9 @@ static void cartpole_obs(float *obs, int n, unsigned seed) {
         obs[i] = (float)((2 * u - 1) * scale);
     }
 }
+
+/* log(1/2), spelt out so that the tests need no libm. */
+#define LOG_HALF (-0.6931471805599453)
 
 static int all_finite(const float *v, int n) {
     for (int i = 0; i < n; i++)
@@ -294,7 +311,6 @@ static void test_policy_open_errors(void) {
     /* Options: not JSON, not an object, unknown keys, wrong types, env-only keys. */
     const char *bad_options[] = {
         "{",
-        "",
         "[1, 2]",
         "42",
         "\"cpu\"",
@@ -401,6 +417,9 @@ static void test_policy_act_arguments(void) {
     EXPECT(onnxrl_policy_act(p, obs, 1, 0, NULL, logp, val), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT(onnxrl_policy_act(p, obs, -1, 0, act, logp, val), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT(onnxrl_policy_act(p, obs, INT64_MIN, 1, act, logp, val), ONNXRL_ERR_INVALID_ARGUMENT);
+    /* A count whose buffers could not exist (n * obs_size overflows): refused before reading. */
+    EXPECT(onnxrl_policy_act(p, obs, INT64_MAX, 0, act, logp, val), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_policy_act(p, obs, INT64_MAX / 4 + 1, 0, act, logp, val), ONNXRL_ERR_INVALID_ARGUMENT);
 
     /* n == 0 does nothing. */
     for (int i = 0; i < N_OBS; i++)
@@ -430,7 +449,7 @@ static void test_policy_act_greedy(void) {
         same &= act[i] == act2[i] && logp[i] == logp2[i] && val[i] == val2[i];
         logp_ok &= isfinite(logp[i]) && logp[i] <= 0.0f;
         /* The mode of a two-way categorical has probability >= 1/2. */
-        logp_mode &= logp[i] >= (float)log(0.5) - 1e-5f;
+        logp_mode &= logp[i] >= (float)LOG_HALF - 1e-5f;
     }
     CHECK(binary);
     CHECK(same);
@@ -528,9 +547,10 @@ static void test_policy_act_pendulum(void) {
     enum { N = 8 };
     float obs[3 * N], act[N], act2[N], logp[N], val[N];
     for (int i = 0; i < N; i++) {
-        double th = -3.0 + 0.75 * i;
-        obs[3 * i + 0] = (float)cos(th);
-        obs[3 * i + 1] = (float)sin(th);
+        /* A point of the unit circle (cos, sin of the angle 2 atan(t)), without libm. */
+        double t = -2.0 + 0.5 * i;
+        obs[3 * i + 0] = (float)((1 - t * t) / (1 + t * t));
+        obs[3 * i + 1] = (float)(2 * t / (1 + t * t));
         obs[3 * i + 2] = (float)(-4.0 + i);
     }
     EXPECT(onnxrl_policy_open("pendulum_gaussian", NULL, &p), ONNXRL_OK);
@@ -593,10 +613,11 @@ static void test_policy_without_value(void) {
     EXPECT(onnxrl_policy_act(p, obs, 3, 0, act, logp, NULL), ONNXRL_OK);
     CHECKF(act[0] == 0.0f && act[1] == 1.0f, "identity logits: greedy actions %g %g, want 0 1", act[0], act[1]);
     CHECK(act[2] == 0.0f || act[2] == 1.0f);
-    double want0 = -log1p(exp(-2.0)); /* log softmax([1, -1])[0] */
-    double want2 = log(0.5);
-    CHECKF(fabs(logp[0] - want0) < 1e-5 && fabs(logp[1] - want0) < 1e-5 && fabs(logp[2] - want2) < 1e-5,
-           "identity logits: logp %g %g %g, want %g %g %g", logp[0], logp[1], logp[2], want0, want0, want2);
+    const double want0 = -0.1269280110429725;  /* log softmax([1, -1])[0] = -log(1 + e^-2) */
+    const double want1 = -0.31326168751822286; /* log softmax([-0.5, 0.5])[1] = -log(1 + e^-1) */
+    const double want2 = LOG_HALF;             /* log softmax([2, 2])[either] */
+    CHECKF(fabs(logp[0] - want0) < 1e-5 && fabs(logp[1] - want1) < 1e-5 && fabs(logp[2] - want2) < 1e-5,
+           "identity logits: logp %g %g %g, want %g %g %g", logp[0], logp[1], logp[2], want0, want1, want2);
 
     /* Sampling at equal logits gives both actions. */
     float tie[2 * 64], sampled[64];
@@ -705,8 +726,12 @@ static void test_env_open_errors(void) {
     EXPECT(onnxrl_env_open("cartpole_mlp", "{\"no_such_env_option\": 1}", &e), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT_MSG("no_such_env_option");
 
-    /* An output file that cannot be written: refused at open or reported at close. */
-    snprintf(opts, sizeof opts, "{\"out\": \"/nonexistent-onnxrl-dir/sub/samples.json\"}");
+    /* An output file that cannot be written (its directory would be a regular file: even root
+       cannot create it): refused at open or reported at close. */
+    char blocker[512];
+    tmp_path(blocker, sizeof blocker, "not-a-directory");
+    CHECK(write_file(blocker, "x", 1) == 0);
+    snprintf(opts, sizeof opts, "{\"out\": \"%s/sub/samples.json\"}", blocker);
     e = NULL;
     int st = STATUS(onnxrl_env_open("cartpole_mlp", opts, &e));
     if (st == ONNXRL_OK) {
@@ -783,6 +808,12 @@ static void test_episode_start(void) {
     char small[36];
     EXPECT(onnxrl_episode_start(e, NULL, 1, small, sizeof small), ONNXRL_ERR_LIMIT);
     EXPECT(onnxrl_episode_start(e, NULL, 1, small, 0), ONNXRL_ERR_LIMIT);
+
+    /* An empty id; a given id that does not fit id_out. */
+    EXPECT(onnxrl_episode_start(e, "", 1, NULL, 0), ONNXRL_ERR_INVALID_ARGUMENT);
+    char tiny[4];
+    EXPECT(onnxrl_episode_start(e, "given-3", 1, tiny, sizeof tiny), ONNXRL_ERR_LIMIT);
+    EXPECT(onnxrl_episode_start(e, "given-3", 1, NULL, 0), ONNXRL_OK); /* it was not started */
 
     /* The same id twice. */
     EXPECT(onnxrl_episode_start(e, "given-1", 1, NULL, 0), ONNXRL_ERR_STATE);
@@ -871,6 +902,8 @@ static void test_episode_flow(void) {
     EXPECT(onnxrl_episode_log_returns(NULL, "ep-a", 1.0), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT(onnxrl_episode_log_returns(e, NULL, 1.0), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT(onnxrl_episode_log_returns(e, "no-such-episode", 1.0), ONNXRL_ERR_NOT_FOUND);
+    EXPECT(onnxrl_episode_log_returns(e, "ep-a", NAN), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_log_returns(e, "ep-a", INFINITY), ONNXRL_ERR_INVALID_ARGUMENT);
 
     /* log_action: the simulator's own action; an action outside Discrete(2) is refused. */
     const float one = 1.0f, five = 5.0f, minus = -1.0f, half = 0.5f, nan_act = NAN;
@@ -904,6 +937,10 @@ static void test_episode_flow(void) {
     EXPECT(onnxrl_episode_get_actions(e, ids, 2, obs2, NULL), ONNXRL_ERR_INVALID_ARGUMENT);
     const char *null_id[2] = {"ep-a", NULL};
     EXPECT(onnxrl_episode_get_actions(e, null_id, 2, obs2, act2), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_get_actions(e, ids, INT64_MAX, obs2, act2), ONNXRL_ERR_INVALID_ARGUMENT);
+    /* The same episode twice in one call: its second request finds it busy. */
+    const char *twice[2] = {"ep-a", "ep-a"};
+    EXPECT_EITHER(onnxrl_episode_get_actions(e, twice, 2, obs2, act2), ONNXRL_ERR_STATE, ONNXRL_ERR_INVALID_ARGUMENT);
 
     /* Episode 1 of 2 unknown: episode 0 is answered, 1 is not, and the message names it. */
     const char *half_known[2] = {"ep-a", "unknown-second"};
@@ -1000,6 +1037,23 @@ static void test_env_greedy_matches_policy(void) {
     EXPECT(onnxrl_policy_close(p), ONNXRL_OK);
 }
 
+/* An action that does not come within timeout_ms: with two episodes running and one asking, the
+   sampler waits max_wait_us (2 s) for the other before it infers, longer than the 50 ms timeout. */
+static void test_episode_timeout(void) {
+    onnxrl_env *e = NULL;
+    const float obs[4] = {0.01f, 0.02f, -0.01f, 0.0f};
+    float act = -7;
+    EXPECT(onnxrl_env_open("cartpole_mlp", "{\"max_episodes\": 4, \"max_wait_us\": 2000000, \"timeout_ms\": 50}", &e),
+           ONNXRL_OK);
+    EXPECT(onnxrl_episode_start(e, "slow", 1, NULL, 0), ONNXRL_OK);
+    EXPECT(onnxrl_episode_start(e, "idle", 1, NULL, 0), ONNXRL_OK);
+    EXPECT(onnxrl_episode_get_action(e, "slow", obs, &act), ONNXRL_ERR_TIMEOUT);
+    EXPECT_MSG("slow");
+    CHECK(act == -7);
+    EXPECT(onnxrl_episode_end(e, "slow", obs), ONNXRL_OK);
+    EXPECT(onnxrl_env_close(e), ONNXRL_OK);
+}
+
 /* The episode API keeps the state of recurrent policies. */
 static void test_env_recurrent(void) {
     onnxrl_env *e = NULL;
@@ -1042,9 +1096,11 @@ int main(void) {
     test_episode_start();
     test_episode_limits();
     test_episode_flow();
+    test_episode_timeout();
     test_env_greedy_matches_policy();
     test_env_recurrent();
 
+    remove_tmpdir();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed == 0 ? 0 : 1;
 }

@@ -12,6 +12,10 @@
  *      actions per thread): every greedy action must equal the policy's reference action.
  *   4. Closing a policy and an env while other threads are calling them: calls succeed with
  *      the right result or fail with ONNXRL_ERR_STATE; nothing crashes or hangs.
+ *   5. Busy episodes: while one thread waits in get_action for an episode, another thread's
+ *      get_action for it is refused (ONNXRL_ERR_STATE); log_action or end for it from another
+ *      thread neither hang nor fail the waiting call other than with ONNXRL_ERR_STATE (the
+ *      library takes them after the waiting step).
  *
  * Run from the repository root. Prints "N passed, M failed" last; exits non-zero on failure.
  */
@@ -65,14 +69,26 @@ static void check(int ok, const char *fmt, ...) {
     }
 }
 
+/* "STATUS_NAME \"message\"" of a failed call, into buf: the message is copied before the
+   next call into the library (onnxrl_status_name included), since that ends its validity. */
+static const char *describe(int status, char *buf, size_t cap) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", onnxrl_last_error());
+    snprintf(buf, cap, "%s \"%s\"", onnxrl_status_name(status), msg);
+    return buf;
+}
+
+#define DESCRIBE(status) describe((status), (char[1200]){0}, 1200)
+
 /* Checks a status; on failure the message names the call and the library's message. */
 static int check_status(int got, int want, const char *what) {
     if (got == want) {
         atomic_fetch_add(&g_passed, 1);
         return 1;
     }
-    check(0, "%s: got %s \"%s\", want %s", what, onnxrl_status_name(got), onnxrl_last_error(),
-          onnxrl_status_name(want));
+    char msg[1024]; /* copied first: the message is valid until this thread's next call */
+    snprintf(msg, sizeof msg, "%s", onnxrl_last_error());
+    check(0, "%s: got %s \"%s\", want %s", what, onnxrl_status_name(got), msg, onnxrl_status_name(want));
     return 0;
 }
 
@@ -122,7 +138,7 @@ static int build_reference(void) {
             onnxrl_policy_close(p);
             return 0;
         }
-        if (logp > (float)log(0.501))
+        if (logp > (float)-0.6911491778972723) /* log(0.501), spelt out: no libm needed */
             filled++;
     }
     check(filled == N_REF, "only %d confident reference observations", filled);
@@ -166,15 +182,15 @@ static void *policy_worker(void *arg) {
         }
         int with_logp = call % 3 == 0;
         int st = onnxrl_policy_act(w->policy, obs, n, 0, act, with_logp ? logp : NULL, val);
+        const char *after = onnxrl_last_error();
+        if (st == ONNXRL_OK && after[0] != '\0') {
+            check(0, "thread %d call %d: last error \"%s\" after a success", w->index, call, after);
+            bad++;
+        }
         if (st != ONNXRL_OK) {
-            check(0, "thread %d call %d: policy_act: %s \"%s\"", w->index, call, onnxrl_status_name(st),
-                  onnxrl_last_error());
+            check(0, "thread %d call %d: policy_act: %s", w->index, call, DESCRIBE(st));
             bad++;
             continue;
-        }
-        if (onnxrl_last_error()[0] != '\0') {
-            check(0, "thread %d call %d: last error \"%s\" after a success", w->index, call, onnxrl_last_error());
-            bad++;
         }
         for (int i = 0; i < n; i++) {
             if (act[i] != g_act[rows[i]] || val[i] != g_val[rows[i]]) {
@@ -191,10 +207,9 @@ static void *policy_worker(void *arg) {
         if (call % 97 == 0) {
             float bad_obs[OBS] = {100.0f + (float)w->index, 0, 0, 0}, a;
             int st2 = onnxrl_policy_act(w->policy, bad_obs, 1, 0, &a, NULL, NULL);
-            const char *msg = onnxrl_last_error();
-            if (st2 != ONNXRL_ERR_INVALID_ARGUMENT || msg[0] == '\0') {
-                check(0, "thread %d: observation outside the space: %s \"%s\"", w->index, onnxrl_status_name(st2),
-                      msg);
+            if (st2 != ONNXRL_ERR_INVALID_ARGUMENT || onnxrl_last_error()[0] == '\0') {
+                check(0, "thread %d: observation outside the space: %s, want ONNXRL_ERR_INVALID_ARGUMENT", w->index,
+                      DESCRIBE(st2));
                 bad++;
             }
         }
@@ -215,7 +230,7 @@ typedef struct {
 static int start_episode(worker *w, episode *ep, uint64_t *s) {
     int st = onnxrl_episode_start(w->env, NULL, 1, ep->id, sizeof ep->id);
     if (st != ONNXRL_OK) {
-        check(0, "thread %d: episode_start: %s \"%s\"", w->index, onnxrl_status_name(st), onnxrl_last_error());
+        check(0, "thread %d: episode_start: %s", w->index, DESCRIBE(st));
         return 0;
     }
     ep->steps = 0;
@@ -247,7 +262,7 @@ static void *env_worker(void *arg) {
                 ids[i] = eps[i].id;
             st = onnxrl_episode_get_actions(w->env, ids, ENV_EPISODES, obs, act);
             if (st != ONNXRL_OK) {
-                check(0, "thread %d: get_actions: %s \"%s\"", w->index, onnxrl_status_name(st), onnxrl_last_error());
+                check(0, "thread %d: get_actions: %s", w->index, DESCRIBE(st));
                 bad++;
                 break;
             }
@@ -255,8 +270,7 @@ static void *env_worker(void *arg) {
             for (int i = 0; i < ENV_EPISODES; i++) {
                 st = onnxrl_episode_get_action(w->env, eps[i].id, obs + OBS * i, &act[i]);
                 if (st != ONNXRL_OK) {
-                    check(0, "thread %d: get_action(%s): %s \"%s\"", w->index, eps[i].id, onnxrl_status_name(st),
-                          onnxrl_last_error());
+                    check(0, "thread %d: get_action(%s): %s", w->index, eps[i].id, DESCRIBE(st));
                     bad++;
                     break;
                 }
@@ -274,7 +288,7 @@ static void *env_worker(void *arg) {
             }
             st = onnxrl_episode_log_returns(w->env, eps[i].id, 1.0);
             if (st != ONNXRL_OK) {
-                check(0, "thread %d: log_returns: %s \"%s\"", w->index, onnxrl_status_name(st), onnxrl_last_error());
+                check(0, "thread %d: log_returns: %s", w->index, DESCRIBE(st));
                 bad++;
             }
             if (++eps[i].steps < eps[i].length)
@@ -284,8 +298,7 @@ static void *env_worker(void *arg) {
                            : onnxrl_episode_end(w->env, eps[i].id, last);
             ended++;
             if (st != ONNXRL_OK) {
-                check(0, "thread %d: end(%s): %s \"%s\"", w->index, eps[i].id, onnxrl_status_name(st),
-                      onnxrl_last_error());
+                check(0, "thread %d: end(%s): %s", w->index, eps[i].id, DESCRIBE(st));
                 bad++;
             }
             if (!start_episode(w, &eps[i], &s))
@@ -295,8 +308,7 @@ static void *env_worker(void *arg) {
     for (int i = 0; i < ENV_EPISODES; i++) {
         int st = onnxrl_episode_end_truncated(w->env, eps[i].id, g_obs);
         if (st != ONNXRL_OK) {
-            check(0, "thread %d: final end_truncated: %s \"%s\"", w->index, onnxrl_status_name(st),
-                  onnxrl_last_error());
+            check(0, "thread %d: final end_truncated: %s", w->index, DESCRIBE(st));
             bad++;
         }
     }
@@ -323,8 +335,8 @@ static void *policy_until_closed(void *arg) {
             return NULL;
         }
         if (st != ONNXRL_OK || a != g_act[row]) {
-            check(0, "thread %d while closing: policy_act %s \"%s\", action %g want %g", w->index,
-                  onnxrl_status_name(st), onnxrl_last_error(), a, g_act[row]);
+            check(0, "thread %d while closing: policy_act %s, action %g want %g", w->index, DESCRIBE(st), a,
+                  g_act[row]);
             return NULL;
         }
         w->calls++;
@@ -355,8 +367,7 @@ static void *env_until_closed(void *arg) {
     if (st == ONNXRL_ERR_STATE) {
         w->saw_state = 1;
     } else {
-        check(0, "thread %d while closing: env call %s \"%s\", want ONNXRL_OK or ONNXRL_ERR_STATE", w->index,
-              onnxrl_status_name(st), onnxrl_last_error());
+        check(0, "thread %d while closing: env call %s, want ONNXRL_OK or ONNXRL_ERR_STATE", w->index, DESCRIBE(st));
     }
     return NULL;
 }
@@ -415,6 +426,74 @@ static void close_under_load(void) {
     printf("close under load: env answered %ld steps before closing\n", calls);
 }
 
+/* ---- Phase 5: busy episodes ------------------------------------------------------------- */
+
+typedef struct {
+    onnxrl_env *env;
+    const char *id;
+    int status;
+    float action;
+} waiter;
+
+static void *wait_for_action(void *arg) {
+    waiter *w = arg;
+    w->status = onnxrl_episode_get_action(w->env, w->id, g_obs, &w->action);
+    return NULL;
+}
+
+/* Starts a get_action for id on another thread and returns once it is surely waiting: the
+   env waits max_wait_us (1 s) for the idle episode's request before it infers. */
+static void start_waiter(waiter *w, pthread_t *t, onnxrl_env *e, const char *id) {
+    *w = (waiter){.env = e, .id = id, .status = 1, .action = -7.0f};
+    pthread_create(t, NULL, wait_for_action, w);
+    sleep_ms(100);
+}
+
+static void busy_episodes(void) {
+    onnxrl_env *e = NULL;
+    if (!check_status(onnxrl_env_open(MODEL,
+                                      "{\"explore\": false, \"max_episodes\": 8, \"max_wait_us\": 1000000,"
+                                      " \"timeout_ms\": 10000}",
+                                      &e),
+                      ONNXRL_OK, "env_open (busy episodes)"))
+        return;
+    const char *ids[] = {"idle", "busy-get", "busy-log", "busy-end"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        check_status(onnxrl_episode_start(e, ids[i], 1, NULL, 0), ONNXRL_OK, "episode_start (busy episodes)");
+
+    waiter w;
+    pthread_t t;
+    float a = -7.0f;
+
+    /* A second get_action for a waiting episode. */
+    start_waiter(&w, &t, e, "busy-get");
+    check_status(onnxrl_episode_get_action(e, "busy-get", g_obs + OBS, &a), ONNXRL_ERR_STATE,
+                 "get_action for an episode waiting in another thread");
+    pthread_join(t, NULL);
+    check(w.status == ONNXRL_OK && w.action == g_act[0], "the waiting get_action: %s, action %g want %g",
+          onnxrl_status_name(w.status), w.action, g_act[0]);
+
+    /* log_action, then end, for a waiting episode: each succeeds or is refused as busy, and
+       the waiting call gets its action (or ONNXRL_ERR_STATE), with no timeout. */
+    const char *what[2] = {"log_action", "end"};
+    for (int k = 0; k < 2; k++) {
+        const char *id = k == 0 ? "busy-log" : "busy-end";
+        start_waiter(&w, &t, e, id);
+        const float one = 1.0f;
+        int st = k == 0 ? onnxrl_episode_log_action(e, id, g_obs + OBS, &one) : onnxrl_episode_end(e, id, g_obs + OBS);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", onnxrl_last_error());
+        pthread_join(t, NULL);
+        check(st == ONNXRL_OK || st == ONNXRL_ERR_STATE, "%s for an episode waiting in another thread: %s \"%s\"",
+              what[k], onnxrl_status_name(st), msg);
+        check((w.status == ONNXRL_OK && w.action == g_act[0]) || w.status == ONNXRL_ERR_STATE,
+              "the get_action waiting during %s: %s, action %g want %g", what[k], onnxrl_status_name(w.status),
+              w.action, g_act[0]);
+    }
+
+    check_status(onnxrl_env_close(e), ONNXRL_OK, "env_close (busy episodes)");
+}
+
 /* ---- Main ------------------------------------------------------------------------------ */
 
 static double now_s(void) {
@@ -460,6 +539,7 @@ int main(void) {
         }
 
         close_under_load();
+        busy_episodes();
     }
 
     long passed = atomic_load(&g_passed), failed = atomic_load(&g_failed);

@@ -9,7 +9,9 @@
 #include <stdio.h>
 
 static int fail(const char *what, int status) {
-    fprintf(stderr, "downstream: %s: %s: %s\n", what, onnxrl_status_name(status), onnxrl_last_error());
+    char message[1024]; /* copied first: the message is valid until this thread's next call */
+    snprintf(message, sizeof message, "%s", onnxrl_last_error());
+    fprintf(stderr, "downstream: %s: %s: %s\n", what, onnxrl_status_name(status), message);
     return 1;
 }
 
