@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test vet race bench onnxruntime models fuzz clean
+.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models fuzz clean
 
 all: build
 
@@ -24,8 +24,25 @@ run: onnxruntime build
 vet:
 	$(GO) vet ./...
 
-test: onnxruntime vet
+# Everything: go vet, the Go tests with the race detector, and the native build with CTest.
+test: go-test native-test
+
+go-test: onnxruntime vet
 	$(GO) test -race -count=1 ./...
+
+# The native build (CMakeLists.txt): libonnxrl_sampler.so, the C++ example, the C tests.
+BUILD_DIR ?= build
+native: native-tools
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD_DIR) -j2
+
+native-test: onnxruntime native
+	ctest --test-dir $(BUILD_DIR) --output-on-failure
+
+# cmake and g++ from Debian's packages, when missing.
+native-tools:
+	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
+		{ apt-get update && apt-get install -y --no-install-recommends cmake g++ make; }
 
 bench: onnxruntime
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)
@@ -46,4 +63,4 @@ models:
 	bash models/export/run.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(BUILD_DIR)

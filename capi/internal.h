@@ -9,4 +9,9 @@ void capi_set_error(const char *msg, size_t n);
 void capi_clear_error(void);
 const char *capi_self_path(void);
 
+#include <stdint.h>
+// BenchmarkPolicyAct's loop (benchloop.c).
+int capi_bench_act(uintptr_t policy, const float *obs, int64_t n, int explore, float *actions,
+                   float *logp, float *values, int64_t iters);
+
 #endif

@@ -49,7 +49,7 @@ void check(int status, const char* what) {
     std::fprintf(stderr, "cpp_sim: %s\n", message.c_str());
     std::fprintf(stderr,
                  "usage: cpp_sim [--threads N] [--agents M] [--episodes E] [--seed S] [--model NAME|PATH]\n"
-                 "               [--out FILE] [--min-return X]\n");
+                 "               [--out FILE] [--min-return X] [--max-wait-us W] [--max-batch B]\n");
     std::exit(2);
 }
 
@@ -119,6 +119,8 @@ struct Options {
     std::uint64_t seed = 0;
     std::string model = "cartpole_mlp";
     std::string out;
+    long max_wait_us = 200;  // once a request is pending, wait this long for more to batch
+    long max_batch = 0;      // most observations per inference (0: min(1024, all agents))
     double min_return = 0;
     bool has_min_return = false;
 };
@@ -221,7 +223,7 @@ Options parse_args(int argc, char** argv) {
         if (flag == "-h" || flag == "--help") {
             std::printf(
                 "usage: cpp_sim [--threads N] [--agents M] [--episodes E] [--seed S] [--model NAME|PATH]\n"
-                "               [--out FILE] [--min-return X]\n");
+                "               [--out FILE] [--min-return X] [--max-wait-us W] [--max-batch B]\n");
             std::exit(0);
         }
         if (i + 1 >= argc) usage_error(flag + " needs a value (or is unknown)");
@@ -234,6 +236,10 @@ Options parse_args(int argc, char** argv) {
             o.episodes = parse_long("--episodes", value, 1);
         } else if (flag == "--seed") {
             o.seed = static_cast<std::uint64_t>(parse_long("--seed", value, 0));
+        } else if (flag == "--max-wait-us") {
+            o.max_wait_us = parse_long("--max-wait-us", value, 0);
+        } else if (flag == "--max-batch") {
+            o.max_batch = parse_long("--max-batch", value, 0);
         } else if (flag == "--model") {
             o.model = value;
         } else if (flag == "--out") {
@@ -288,7 +294,8 @@ int main(int argc, char** argv) {
     }
 
     std::string options = "{\"max_episodes\": " + std::to_string(static_cast<long>(opt.threads) * opt.agents) +
-                          ", \"explore\": false, \"seed\": " + std::to_string(opt.seed) + ", \"max_wait_us\": 200";
+                          ", \"explore\": false, \"seed\": " + std::to_string(opt.seed) + ", \"max_wait_us\": " + std::to_string(opt.max_wait_us) +
+                          ", \"max_batch\": " + std::to_string(opt.max_batch);
     if (!opt.out.empty()) options += ", \"out\": " + json_string(opt.out);
     options += "}";
 
