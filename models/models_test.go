@@ -294,3 +294,27 @@ func FuzzParseSpec(f *testing.F) {
 		_, _ = Resolve(p.Model, spec, "fuzz") // must not panic
 	})
 }
+
+// TestOpen: a bundled name, a path, and a name that is neither.
+func TestOpen(t *testing.T) {
+	p, err := Open("cartpole_mlp")
+	require.NoError(t, err)
+	assert.Equal(t, "obs", p.Spec.ObservationInput)
+
+	dir := t.TempDir()
+	data, err := os.ReadFile("cartpole_mlp.onnx")
+	require.NoError(t, err)
+	path := filepath.Join(dir, "cartpole_mlp") // a file wins over the bundled name
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	p, err = Open(path)
+	require.NoError(t, err)
+	assert.Equal(t, "logits", p.Spec.ActionOutput)
+
+	for _, name := range []string{"no_such_model", filepath.Join(dir, "missing.onnx"), ""} {
+		_, err = Open(name)
+		assert.Error(t, err, name)
+		assert.True(t, errors.Is(err, ErrModelNotFound) || errors.Is(err, os.ErrNotExist), "%q: %v", name, err)
+	}
+	_, err = Open("no_such_model")
+	assert.ErrorContains(t, err, "cartpole_mlp", "the bundled names are listed")
+}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -51,9 +52,9 @@ func TestPolicyActor(t *testing.T) {
 	for i, v := range obs {
 		data[i] = float64(v)
 	}
-	out, err := sess.Infer(map[string]inference.Data{"obs": {Shape: []int64{n, 4}, Values: data}})
+	outs, err := sess.Infer(map[string]inference.Data{"obs": {Shape: []int64{n, 4}, Values: data}})
 	require.NoError(t, err)
-	logits := out["logits"].Values
+	logits := outs["logits"].Values
 	want := make([]float32, n)
 	for i := range n {
 		if logits[2*i+1] > logits[2*i] {
@@ -83,6 +84,27 @@ func TestPolicyActor(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+
+	// ActInto: the same actions, the log-softmax of the chosen logit and the value output,
+	// across chunks of the session's capacity.
+	out := server.ActOutputs{Actions: make([]float32, n), LogP: make([]float32, n), Values: make([]float32, n)}
+	require.NoError(t, a.ActInto(context.Background(), out, obs, n, server.ExploreOff))
+	assert.Equal(t, want, out.Actions)
+	values := outs["value"].Values
+	for i := range n {
+		l0, l1 := logits[2*i], logits[2*i+1]
+		chosen := l0
+		if want[i] == 1 {
+			chosen = l1
+		}
+		lse := math.Max(l0, l1) + math.Log(math.Exp(l0-math.Max(l0, l1))+math.Exp(l1-math.Max(l0, l1)))
+		assert.InDelta(t, chosen-lse, float64(out.LogP[i]), 1e-4, "row %d", i)
+		assert.InDelta(t, values[i], float64(out.Values[i]), 1e-4, "row %d", i)
+	}
+	assert.True(t, a.HasValue())
+	assert.Equal(t, 4, a.ObservationSize())
+	assert.Equal(t, 1, a.ActionSize())
+	assert.Error(t, a.ActInto(context.Background(), server.ActOutputs{Actions: make([]float32, n-1)}, obs, n, server.ExploreOff))
 
 	// Default: the options' Explore (false here).
 	got, err := a.Act(context.Background(), nil, obs, n, server.ExploreDefault)

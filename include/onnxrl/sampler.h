@@ -16,7 +16,7 @@
  *     obs_size / action_size values per row (the sizes functions give them); a Discrete
  *     action is its index as a float. Buffers are read or written during the call only.
  *   - Every function is safe to call from any thread, on the same handle at once.
- *   - options_json is NULL or a JSON object; unknown keys and values of the wrong type are
+ *   - options_json is NULL, "" or a JSON object; unknown keys and values of the wrong type are
  *     ONNXRL_ERR_INVALID_ARGUMENT (a misspelt option never goes unnoticed).
  *
  * Process rules for hosts
@@ -100,7 +100,7 @@ int onnxrl_policy_close(onnxrl_policy *p);
    batched inference and records the transitions.
    options_json keys: "max_episodes" (running at once, default 100), "explore" (default
    true), "seed" (default 0), "out" (a file to record the sample batches in, RLlib's offline
-   JSON lines as `sample run --out` writes, rotated into out-000001, ... at
+   JSON lines as `sample run --out` writes, rotated into x-000001.jsonl, ... for x.jsonl at
    "max_file_size" bytes, default 64 MiB; default: record nothing), "max_wait_us" (once one
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
@@ -121,7 +121,8 @@ int onnxrl_episode_start(onnxrl_env *e, const char *episode_id, int training_ena
                          char *id_out, size_t id_cap);
 
 /* Reports obs (obs_size values) and blocks until the sampler answers with the action
-   (action_size values). */
+   (action_size values). A second get_action for an episode whose first still waits is
+   ONNXRL_ERR_STATE. */
 int onnxrl_episode_get_action(onnxrl_env *e, const char *episode_id, const float *obs, float *action);
 
 /* get_action for n different episodes at once, from one thread (a vectorized simulator):
