@@ -69,7 +69,7 @@ func Open(name string) (*Policy, error) {
 	if statErr != nil && errors.Is(statErr, fs.ErrNotExist) && !strings.ContainsRune(name, os.PathSeparator) {
 		p, err := Bundled(name)
 		if errors.Is(err, ErrUnknownBundled) {
-			return nil, fmt.Errorf("%w: %q is no file, and no bundled model has that name (bundled: %s)",
+			return nil, fmt.Errorf("%w: %q: no such file, and no bundled model of that name (bundled: %s)",
 				ErrModelNotFound, name, strings.Join(BundledNames(), ", "))
 		}
 		return p, err
