@@ -41,14 +41,8 @@ type cenv struct {
 // openEnv opens an env over model with the options JSON.
 func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	o := defaultEnvOptions()
-	if err := parseOptions(optionsJSON, &o); err != nil {
+	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
-	}
-	if err := o.check(); err != nil {
-		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
-	}
-	if _, err := inference.ParseDevice(o.Device); err != nil {
-		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
 	}
 	if strings.HasSuffix(strings.ToLower(o.Out), ".parquet") {
 		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: \"out\" %q: this version writes JSON lines (RLlib's offline format); name the file .jsonl", o.Out))
@@ -192,8 +186,9 @@ func (e *cenv) start(id []byte, training bool) (string, error) {
 	return got, nil
 }
 
-// getAction reports obs for episode id and waits for its action, written to act.
-func (e *cenv) getAction(id []byte, obs, act []float32) error {
+// withEpisode runs f, a call on running episode id, while the env is open; f's error goes
+// through why.
+func (e *cenv) withEpisode(id []byte, f func(r *episodeRec) error) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
@@ -202,13 +197,20 @@ func (e *cenv) getAction(id []byte, obs, act []float32) error {
 	if err != nil {
 		return err
 	}
-	a, err := e.ext.GetAction(context.Background(), r.id, obs)
-	if err != nil {
-		return e.why(err)
-	}
-	r.note(obs)
-	copy(act, a)
-	return nil
+	return e.why(f(r))
+}
+
+// getAction reports obs for episode id and waits for its action, written to act.
+func (e *cenv) getAction(id []byte, obs, act []float32) error {
+	return e.withEpisode(id, func(r *episodeRec) error {
+		a, err := e.ext.GetAction(context.Background(), r.id, obs)
+		if err != nil {
+			return err
+		}
+		r.note(obs)
+		copy(act, a)
+		return nil
+	})
 }
 
 // batchScratch holds the ids and records of a getActions call.
@@ -254,54 +256,34 @@ func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
 
 // logAction reports obs with the action the simulator took.
 func (e *cenv) logAction(id []byte, obs, act []float32) error {
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.calls.RUnlock()
-	r, err := e.record(id)
-	if err != nil {
-		return err
-	}
-	if err := e.ext.LogAction(r.id, obs, act); err != nil {
-		return e.why(err)
-	}
-	r.note(obs)
-	return nil
+	return e.withEpisode(id, func(r *episodeRec) error {
+		if err := e.ext.LogAction(r.id, obs, act); err != nil {
+			return err
+		}
+		r.note(obs)
+		return nil
+	})
 }
 
 // logReturns adds reward to the episode's current step.
 func (e *cenv) logReturns(id []byte, reward float64) error {
-	if err := e.enter(); err != nil {
-		return err
-	}
-	defer e.calls.RUnlock()
-	r, err := e.record(id)
-	if err != nil {
-		return err
-	}
-	return e.why(e.ext.LogReturns(r.id, reward, nil))
+	return e.withEpisode(id, func(r *episodeRec) error { return e.ext.LogReturns(r.id, reward, nil) })
 }
 
 // end ends the episode with its final observation, terminated or truncated.
 func (e *cenv) end(id []byte, obs []float32, truncated bool) error {
-	if err := e.enter(); err != nil {
+	return e.withEpisode(id, func(r *episodeRec) error {
+		var err error
+		if truncated {
+			err = e.ext.EndEpisodeTruncated(r.id, obs)
+		} else {
+			err = e.ext.EndEpisode(r.id, obs)
+		}
+		if err == nil {
+			e.episodes.remove(r.id)
+		}
 		return err
-	}
-	defer e.calls.RUnlock()
-	r, err := e.record(id)
-	if err != nil {
-		return err
-	}
-	if truncated {
-		err = e.ext.EndEpisodeTruncated(r.id, obs)
-	} else {
-		err = e.ext.EndEpisode(r.id, obs)
-	}
-	if err != nil {
-		return e.why(err)
-	}
-	e.episodes.remove(r.id)
-	return nil
+	})
 }
 
 // close waits for the calls in flight, ends the running episodes truncated (those that

@@ -87,10 +87,12 @@ const maxPathLen = 1 << 16
 //export onnxrl_policy_open
 func onnxrl_policy_open(model, options *C.char, out *C.uintptr_t) (status C.int) {
 	defer catch(&status)
-	return finish(policyOpen(model, options, out))
+	return finish(openHandle(kindPolicy, model, options, out, func(m string, o []byte) (any, error) { return openPolicy(m, o) }))
 }
 
-func policyOpen(model, options *C.char, out *C.uintptr_t) error {
+// openHandle reads open's arguments from C, opens the value and registers it as a handle of
+// kind in *out (0 on failure).
+func openHandle(kind handleKind, model, options *C.char, out *C.uintptr_t, open func(model string, options []byte) (any, error)) error {
 	if out == nil {
 		return fmt.Errorf("%w: out", errNull)
 	}
@@ -105,11 +107,11 @@ func policyOpen(model, options *C.char, out *C.uintptr_t) error {
 			return err
 		}
 	}
-	p, err := openPolicy(string(m), o)
+	v, err := open(string(m), o)
 	if err != nil {
 		return err
 	}
-	*out = C.uintptr_t(table.add(kindPolicy, p))
+	*out = C.uintptr_t(table.add(kind, v))
 	return nil
 }
 
@@ -184,30 +186,7 @@ func onnxrl_policy_close(h C.uintptr_t) (status C.int) {
 //export onnxrl_env_open
 func onnxrl_env_open(model, options *C.char, out *C.uintptr_t) (status C.int) {
 	defer catch(&status)
-	return finish(envOpen(model, options, out))
-}
-
-func envOpen(model, options *C.char, out *C.uintptr_t) error {
-	if out == nil {
-		return fmt.Errorf("%w: out", errNull)
-	}
-	*out = 0
-	m, err := cString(model, "model", maxPathLen)
-	if err != nil {
-		return err
-	}
-	var o []byte
-	if options != nil {
-		if o, err = cString(options, "options_json", maxPathLen); err != nil {
-			return err
-		}
-	}
-	e, err := openEnv(string(m), o)
-	if err != nil {
-		return err
-	}
-	*out = C.uintptr_t(table.add(kindEnv, e))
-	return nil
+	return finish(openHandle(kindEnv, model, options, out, func(m string, o []byte) (any, error) { return openEnv(m, o) }))
 }
 
 //export onnxrl_env_sizes
@@ -276,14 +255,20 @@ func episodeArgs(h C.uintptr_t, id *C.char, obs *C.float) (*cenv, []byte, []floa
 	return e, want, o, err
 }
 
+// episodeActionArgs is episodeArgs with the action buffer.
+func episodeActionArgs(h C.uintptr_t, id *C.char, obs, action *C.float) (*cenv, []byte, []float32, []float32, error) {
+	e, want, o, err := episodeArgs(h, id, obs)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	a, err := floats(action, e.actSize, "action")
+	return e, want, o, a, err
+}
+
 //export onnxrl_episode_get_action
 func onnxrl_episode_get_action(h C.uintptr_t, id *C.char, obs, action *C.float) (status C.int) {
 	defer catch(&status)
-	e, want, o, err := episodeArgs(h, id, obs)
-	if err != nil {
-		return finish(err)
-	}
-	a, err := floats(action, e.actSize, "action")
+	e, want, o, a, err := episodeActionArgs(h, id, obs, action)
 	if err != nil {
 		return finish(err)
 	}
@@ -344,11 +329,7 @@ func episodeGetActions(h C.uintptr_t, ids **C.char, n C.int64_t, obs, actions *C
 //export onnxrl_episode_log_action
 func onnxrl_episode_log_action(h C.uintptr_t, id *C.char, obs, action *C.float) (status C.int) {
 	defer catch(&status)
-	e, want, o, err := episodeArgs(h, id, obs)
-	if err != nil {
-		return finish(err)
-	}
-	a, err := floats(action, e.actSize, "action")
+	e, want, o, a, err := episodeActionArgs(h, id, obs, action)
 	if err != nil {
 		return finish(err)
 	}

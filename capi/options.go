@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/onnxrl/sampler/inference"
 )
 
 // policyOptions are onnxrl_policy_open's options (see the header).
@@ -26,6 +28,9 @@ func defaultPolicyOptions() policyOptions {
 }
 
 func (o *policyOptions) check() error {
+	if _, err := inference.ParseDevice(o.Device); err != nil {
+		return err
+	}
 	switch {
 	case o.Threads < 0:
 		return fmt.Errorf("\"threads\" %d: want >= 0 (0: the runtime's default)", o.Threads)
@@ -73,6 +78,17 @@ func (o *envOptions) check() error {
 		return errors.New("\"timeout_ms\" 0: want a positive time (negative: no timeout)")
 	case o.FragmentLength < 1:
 		return fmt.Errorf("\"fragment_length\" %d: want >= 1", o.FragmentLength)
+	}
+	return nil
+}
+
+// readOptions decodes the options JSON into o (holding the defaults) and checks them.
+func readOptions(data []byte, o interface{ check() error }) error {
+	if err := parseOptions(data, o); err != nil {
+		return err
+	}
+	if err := o.check(); err != nil {
+		return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
 	}
 	return nil
 }

@@ -40,14 +40,8 @@ func loadPolicy(model string) (*models.Policy, error) {
 // openPolicy opens model with the options JSON.
 func openPolicy(model string, optionsJSON []byte) (*policy, error) {
 	o := defaultPolicyOptions()
-	if err := parseOptions(optionsJSON, &o); err != nil {
+	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
-	}
-	if err := o.check(); err != nil {
-		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
-	}
-	if _, err := inference.ParseDevice(o.Device); err != nil {
-		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: %w", err))
 	}
 	p, err := loadPolicy(model)
 	if err != nil {
