@@ -74,11 +74,13 @@ type eventData struct {
 	open    int       // in flight: acting entries not answered yet
 	end     endKind   // the episode's last report
 	waiter  bool      // a GetAction caller waits for the answers
-	direct  bool      // ... and is woken directly, never through the wake-up tree (GetActions)
 	ignored bool      // the GetAction caller gave up: the answers are dropped
 	one     [1]entry  // ents of a single-agent event
 	inline  [16]float32
 	logged  []float32
+	ticket  *Ticket // a Submit's: the answer goes to the ticket's buffer
+	tgen    uint32  // ... of that generation of the ticket
+	tk      int32   // ... at the episode's index in it
 }
 
 // agentState is one agent of an episode. All fields are guarded by episode.mu; the off*
@@ -137,14 +139,16 @@ type episodeData struct {
 	waiting  atomic.Bool                         // a GetAction waits (ErrEpisodeBusy)
 	kids     [wakeFanOut]atomic.Pointer[episode] // waiters it wakes once it is woken with its answers
 
-	waitSeq atomic.Uint64             // the event it waits for
-	expired atomic.Uint64             // the last waited-for event the watchdog gave up on
-	index   map[env.AgentID]int       // agents by id, once there are many
-	ids     []env.AgentID             // multi-agent: the agents answered, by reply index
-	actions map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
-	scratch []obsRef
-	wdSeq   uint64 // the waited-for event the watchdog saw last
-	wdSince int64  // the watchdog's tick when it saw it first
+	waitSeq   atomic.Uint64             // the event it waits for
+	ticket    *Ticket                   // the Submit that waits for it (then waitSeq's event is the ticket's)
+	ticketGen uint32                    // ... and the ticket's generation
+	expired   atomic.Uint64             // the last waited-for event the watchdog gave up on
+	index     map[env.AgentID]int       // agents by id, once there are many
+	ids       []env.AgentID             // multi-agent: the agents answered, by reply index
+	actions   map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
+	scratch   []obsRef
+	wdSeq     uint64 // the waited-for event the watchdog saw last
+	wdSince   int64  // the watchdog's tick when it saw it first
 }
 
 type obsRef struct {
@@ -736,7 +740,7 @@ func (ep *episode) kick() {
 func (c *core) kickAll() {
 	for i := range c.shards {
 		c.shards[i].each(func(ep *episode) {
-			if ep.waiting.Load() {
+			if ep.waiting.Load() && !c.endWait(ep, func() error { return ErrStopped }) {
 				ep.kick()
 			}
 		})
@@ -768,7 +772,9 @@ func (c *core) watchdog() {
 					ep.wdSeq, ep.wdSince = s, now
 				} else if time.Duration(now-ep.wdSince)*tick >= c.timeout {
 					ep.expired.Store(s)
-					ep.kick()
+					if !c.endWait(ep, func() error { return fmt.Errorf("%w after %v: episode %q", ErrTimeout, c.timeout, ep.id) }) {
+						ep.kick()
+					}
 				}
 			})
 		}
@@ -1096,7 +1102,11 @@ func (c *core) answer(a *env.Action) error {
 	ev.open--
 	c.expect--
 	if ev.waiter && !ev.ignored {
-		copy(ep.answer[int(en.reply)*c.actSize:int(en.reply+1)*c.actSize], a.Action)
+		if t := ev.ticket; t != nil {
+			copy(t.dst[int(ev.tk)*c.actSize:int(ev.tk+1)*c.actSize], a.Action)
+		} else {
+			copy(ep.answer[int(en.reply)*c.actSize:int(en.reply+1)*c.actSize], a.Action)
+		}
 	}
 	if ev.open > 0 {
 		ep.mu.Unlock()
@@ -1104,7 +1114,12 @@ func (c *core) answer(a *env.Action) error {
 	}
 	ep.inFlight = nil
 	wake := ev.waiter && !ev.ignored
-	direct := ev.direct
+	var t *Ticket
+	var gen uint32
+	if wake && ev.ticket != nil {
+		t, gen, wake = ev.ticket, ev.tgen, false
+		t.answered(ep, ev)
+	}
 	if wake {
 		ep.kidState.Store(0) // before answered: passOn sees this round's kids
 		ep.answered.Store(ev.seq)
@@ -1114,10 +1129,8 @@ func (c *core) answer(a *env.Action) error {
 		c.pending = append(c.pending, ep)
 	}
 	ep.mu.Unlock()
-	if wake && direct {
-		// A GetActions caller waits for its episodes one after the other: in the tree, one
-		// of them could be the parent of one it waits for first.
-		ep.kick()
+	if t != nil {
+		t.done(gen)
 	} else if wake {
 		if n := len(c.woken); n > 0 {
 			c.woken[(n-1)/wakeFanOut].adopt((n-1)%wakeFanOut, ep)

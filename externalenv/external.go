@@ -2,8 +2,9 @@ package externalenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/onnxrl/sampler/env"
@@ -128,61 +129,36 @@ func (e *ExternalEnv) GetAction(ctx context.Context, id string, obs []float32) (
 // reported. On a wait that gives up (ctx, Options.Timeout, Stop) the episodes not answered
 // yet give up too, as in GetAction, and dst holds the actions received before that one.
 //
-// The sampler wakes the caller for each of its episodes directly (GetAction's waiters wake
-// each other in a tree instead), since it waits for them one after the other.
+// The sampler writes the actions into dst as they come and wakes the caller once, after the
+// last (see Submit, its form for callers that wait outside Go).
 func (e *ExternalEnv) GetActions(ctx context.Context, ids []string, obs, dst []float32) ([]float32, error) {
 	c := e.c
-	if len(obs) != len(ids)*c.obsSize {
-		return dst, fmt.Errorf("%w: %d observation values for %d episodes of %d", ErrBadObservation, len(obs), len(ids), c.obsSize)
+	w := getActionsPool.Get().(*getActionsCall)
+	defer getActionsPool.Put(w)
+	n0 := len(dst)
+	dst = slices.Grow(dst, len(ids)*c.actSize)[:n0+len(ids)*c.actSize]
+	c.submit(&w.t, ids, obs, dst[n0:], w.wake)
+	done := ctx.Done()
+	if h := c.runDone.Load(); done != nil && h != nil && h.done == done {
+		done = nil // Stop ends the wait
 	}
-	for i, id := range ids {
-		if err := c.checkObs(id, "", obs[i*c.obsSize:(i+1)*c.obsSize]); err != nil {
-			return dst, err
-		}
+	select {
+	case <-w.wake:
+	case <-done:
+		w.t.Cancel(ctx.Err())
+		<-w.wake
 	}
-	var failed error
-	// The reported episodes and their events' sequence numbers, on the stack for the usual
-	// batch sizes.
-	var epBuf [128]*episode
-	var seqBuf [128]uint64
-	eps, seqs := epBuf[:0], seqBuf[:0]
-	if len(ids) > len(epBuf) {
-		eps, seqs = make([]*episode, 0, len(ids)), make([]uint64, 0, len(ids))
-	}
-	for i, id := range ids {
-		ep, err := c.lock(id)
-		if err == nil && !ep.waiting.CompareAndSwap(false, true) {
-			ep.mu.Unlock()
-			err = fmt.Errorf("%w: %q", ErrEpisodeBusy, id)
-		}
-		if err != nil {
-			failed = fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
-			break
-		}
-		ev := ep.newEvent()
-		c.add(ep, ev, 0, obs[i*c.obsSize:(i+1)*c.obsSize], nil, notDone)
-		ev.waiter, ev.direct = true, true
-		eps, seqs = append(eps, ep), append(seqs, ev.seq)
-		push := c.queue(ep, ev)
-		ep.mu.Unlock()
-		if push {
-			c.push(ep)
-		}
-	}
-	for i, ep := range eps {
-		if err := c.wait(ctx, ep, seqs[i]); err != nil {
-			for k := i + 1; k < len(eps); k++ {
-				if !c.giveUp(eps[k], seqs[k]) {
-					eps[k].waiting.Store(false) // answered: the answer is dropped
-				}
-			}
-			return dst, errors.Join(failed, err)
-		}
-		dst = append(dst, ep.answer...)
-		ep.waiting.Store(false)
-	}
-	return dst, failed
+	n, err := w.t.Result()
+	return dst[:n0+n*c.actSize], err
 }
+
+// getActionsCall is the ticket and wake-up of a GetActions call, reused.
+type getActionsCall struct {
+	t    Ticket
+	wake chanWaker
+}
+
+var getActionsPool = sync.Pool{New: func() any { return &getActionsCall{wake: make(chanWaker, 1)} }}
 
 // LogAction reports obs for episode id with the action the simulator took itself (RLlib's
 // log_action): the sampler records action, not its own, for this step. It does not wait.
