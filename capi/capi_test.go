@@ -274,3 +274,51 @@ func TestEnv(t *testing.T) {
 	assert.Equal(t, 2*2, terminated, "the odd workers end two episodes each terminated")
 	assert.Equal(t, 2*2+workers*2, truncated, "the even workers end two each truncated; close ends the two left per worker")
 }
+
+// TestLogReturnsBatch: the rewards of a batch call reach the recorded steps of their own
+// episodes, and a bad reward or id logs nothing past it.
+func TestLogReturnsBatch(t *testing.T) {
+	needRuntime(t)
+	out := filepath.Join(t.TempDir(), "batch.jsonl")
+	e, err := openEnv("cartpole_mlp", []byte(fmt.Sprintf(`{"explore": false, "max_episodes": 4, "out": %q}`, out)))
+	require.NoError(t, err)
+	a, err := e.start([]byte("a"), true)
+	require.NoError(t, err)
+	b, err := e.start([]byte("b"), true)
+	require.NoError(t, err)
+	ids := [][]byte{[]byte(a), []byte(b)}
+	obs := []float32{0.01, 0, 0, 0, -0.01, 0, 0, 0}
+	acts := make([]float32, 2)
+	for step := range 3 {
+		require.NoError(t, e.getActions(ids, obs, acts))
+		require.NoError(t, e.logReturnsBatch(ids, []float64{1 + float64(step), 10 + float64(step)}))
+	}
+	err = e.logReturnsBatch(ids, []float64{1, math.Inf(1)})
+	assert.Equal(t, statusInvalidArgument, statusOf(err))
+	err = e.logReturnsBatch([][]byte{[]byte(a), []byte("nope")}, []float64{100, 100})
+	assert.Equal(t, statusNotFound, statusOf(err))
+	assert.ErrorContains(t, err, "episode 1 of 2")
+	require.NoError(t, e.end(ids[0], obs[:4], false))
+	require.NoError(t, e.end(ids[1], obs[4:], false))
+	require.NoError(t, e.close())
+
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	got := map[int64][]float32{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		m, err := output.Decode([]byte(line))
+		require.NoError(t, err)
+		for _, pb := range m.PolicyBatches {
+			for i := range pb.Count {
+				got[pb.EpsID[i]] = append(got[pb.EpsID[i]], pb.Rewards[i])
+			}
+		}
+	}
+	// Per episode, in step order: the three batch rewards (a also took the 100 before "nope").
+	want := [][]float32{{1, 2, 3 + 100}, {10, 11, 12}}
+	var seen [][]float32
+	for _, r := range got {
+		seen = append(seen, r)
+	}
+	assert.ElementsMatch(t, want, seen)
+}

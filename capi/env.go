@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -268,6 +269,30 @@ func (e *cenv) logAction(id []byte, obs, act []float32) error {
 // logReturns adds reward to the episode's current step.
 func (e *cenv) logReturns(id []byte, reward float64) error {
 	return e.withEpisode(id, func(r *episodeRec) error { return e.ext.LogReturns(r.id, reward, nil) })
+}
+
+// logReturnsBatch is logReturns for len(ids) episodes, in order, under one entry: when
+// episode i fails, those before it have their rewards logged. The rewards are checked first.
+func (e *cenv) logReturnsBatch(ids [][]byte, rewards []float64) error {
+	for i, r := range rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: rewards[%d] = %v: want a finite number", i, r))
+		}
+	}
+	if err := e.enter(); err != nil {
+		return err
+	}
+	defer e.calls.RUnlock()
+	for i, id := range ids {
+		r, err := e.record(id)
+		if err == nil {
+			err = e.why(e.ext.LogReturns(r.id, rewards[i], nil))
+		}
+		if err != nil {
+			return fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
+		}
+	}
+	return nil
 }
 
 // end ends the episode with its final observation, terminated or truncated.

@@ -354,6 +354,47 @@ func onnxrl_episode_log_returns(h C.uintptr_t, id *C.char, reward C.double) (sta
 	return finish(v.(*cenv).logReturns(want, r))
 }
 
+//export onnxrl_episode_log_returns_batch
+func onnxrl_episode_log_returns_batch(h C.uintptr_t, ids **C.char, n C.int64_t, rewards *C.double) (status C.int) {
+	defer catch(&status)
+	return finish(episodeLogReturnsBatch(h, ids, n, rewards))
+}
+
+func episodeLogReturnsBatch(h C.uintptr_t, ids **C.char, n C.int64_t, rewards *C.double) error {
+	v, err := table.get(uintptr(h), kindEnv)
+	if err != nil {
+		return err
+	}
+	e := v.(*cenv)
+	rowsN, err := rows(n, 1)
+	if err != nil {
+		return err
+	}
+	if rowsN == 0 {
+		return nil
+	}
+	if ids == nil {
+		return fmt.Errorf("%w: episode_ids", errNull)
+	}
+	if rewards == nil {
+		return fmt.Errorf("%w: rewards", errNull)
+	}
+	l := idListPool.Get().(*idList)
+	defer func() {
+		clear(l.ids)
+		idListPool.Put(l)
+	}()
+	l.ids = l.ids[:0]
+	for i, p := range unsafe.Slice(ids, rowsN) {
+		b, err := cString(p, "the episode id", maxIDLen)
+		if err != nil {
+			return fmt.Errorf("episode_ids[%d]: %w", i, err)
+		}
+		l.ids = append(l.ids, b)
+	}
+	return e.logReturnsBatch(l.ids, unsafe.Slice((*float64)(unsafe.Pointer(rewards)), rowsN))
+}
+
 //export onnxrl_episode_end
 func onnxrl_episode_end(h C.uintptr_t, id *C.char, obs *C.float) (status C.int) {
 	defer catch(&status)

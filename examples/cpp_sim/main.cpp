@@ -2,9 +2,10 @@
 //
 // The simulation stays in the host program: N threads each step M CartPole-v1 agents with their
 // own physics (gymnasium's CartPoleEnv, Euler integration), and ask the library for actions.
-// Each thread makes one onnxrl_episode_get_actions call per step for all its live agents; the
-// sampler inside the library answers the pending requests of all threads with batched
-// inferences of the policy, and records the transitions (to --out, as RLlib's offline JSON).
+// Each thread makes one onnxrl_episode_get_actions and one onnxrl_episode_log_returns_batch call
+// per step for all its live agents; the sampler inside the library answers the pending requests
+// of all threads with batched inferences of the policy, and records the transitions (to --out,
+// as RLlib's offline JSON).
 //
 //   cpp_sim [--threads 8] [--agents 128] [--episodes 2048] [--seed 0] [--model cartpole_mlp]
 //           [--out FILE] [--min-return X]
@@ -159,6 +160,9 @@ void simulate(onnxrl_env* env, int thread_index, int agents, long quota, std::ui
     std::vector<Agent*> live;
     std::vector<const char*> ids;
     std::vector<float> obs, actions;
+    std::vector<double> rewards;
+    enum Done : unsigned char { kRunning, kTerminated, kTruncated };
+    std::vector<Done> done;
     float final_obs[4];
     for (;;) {
         live.clear();
@@ -175,10 +179,14 @@ void simulate(onnxrl_env* env, int thread_index, int agents, long quota, std::ui
         if (live.empty()) break;
         const auto n = static_cast<std::int64_t>(live.size());
         actions.assign(live.size(), -1.0f);
+        rewards.assign(live.size(), 0.0);
+        done.assign(live.size(), kRunning);
         check(onnxrl_episode_get_actions(env, ids.data(), n, obs.data(), actions.data()),
               "onnxrl_episode_get_actions");
         result.actions += n;
 
+        // Step every agent, log the step's rewards in one call, then end the finished episodes
+        // (a reward belongs to the step before the end) and start others in their place.
         for (std::size_t i = 0; i < live.size(); i++) {
             Agent& a = *live[i];
             const float action = actions[i];
@@ -186,13 +194,16 @@ void simulate(onnxrl_env* env, int thread_index, int agents, long quota, std::ui
                 std::fprintf(stderr, "cpp_sim: episode %s: action %g is not 0 or 1\n", a.id, action);
                 std::_Exit(1);
             }
-            const bool terminated = a.sim.step(static_cast<int>(action));
-            a.ret += 1.0;
-            check(onnxrl_episode_log_returns(env, a.id, 1.0), "onnxrl_episode_log_returns");
-            if (!terminated && !a.sim.truncated()) continue;
-
+            done[i] = a.sim.step(static_cast<int>(action)) ? kTerminated : a.sim.truncated() ? kTruncated : kRunning;
+            rewards[i] = 1.0;
+            a.ret += rewards[i];
+        }
+        check(onnxrl_episode_log_returns_batch(env, ids.data(), n, rewards.data()), "onnxrl_episode_log_returns_batch");
+        for (std::size_t i = 0; i < live.size(); i++) {
+            if (done[i] == kRunning) continue;
+            Agent& a = *live[i];
             a.sim.observe(final_obs);
-            if (terminated) {
+            if (done[i] == kTerminated) {
                 check(onnxrl_episode_end(env, a.id, final_obs), "onnxrl_episode_end");
             } else {
                 check(onnxrl_episode_end_truncated(env, a.id, final_obs), "onnxrl_episode_end_truncated");

@@ -140,6 +140,13 @@ int onnxrl_episode_log_action(onnxrl_env *e, const char *episode_id, const float
 /* Adds reward to the reward of the episode's current step (summed until its next observation). */
 int onnxrl_episode_log_returns(onnxrl_env *e, const char *episode_id, double reward);
 
+/* log_returns for n episodes at once (rewards[i] to episode_ids[i], in order): one call
+   instead of n, for a simulator that steps many agents. Every reward must be finite, or
+   nothing is logged. If episode i fails, episodes 0..i-1 have their rewards logged and
+   i..n-1 do not; the message names episode i. */
+int onnxrl_episode_log_returns_batch(onnxrl_env *e, const char *const *episode_ids, int64_t n,
+                                     const double *rewards);
+
 /* Ends the episode with its final observation, terminated (a terminal state). */
 int onnxrl_episode_end(onnxrl_env *e, const char *episode_id, const float *obs);
 

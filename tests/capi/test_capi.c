@@ -951,6 +951,21 @@ static void test_episode_flow(void) {
     CHECK(act2[1] == -7);
     EXPECT(onnxrl_episode_log_returns(e, "ep-a", 1.0), ONNXRL_OK);
 
+    /* log_returns_batch: rewards for several episodes in one call. */
+    const double rewards[2] = {0.25, 0.5};
+    EXPECT(onnxrl_episode_log_returns_batch(e, ids, 2, rewards), ONNXRL_OK);
+    EXPECT(onnxrl_episode_log_returns_batch(e, ids, 0, NULL), ONNXRL_OK);
+    EXPECT(onnxrl_episode_log_returns_batch(e, ids, -1, rewards), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_log_returns_batch(NULL, ids, 2, rewards), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_log_returns_batch(e, NULL, 2, rewards), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_log_returns_batch(e, ids, 2, NULL), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT(onnxrl_episode_log_returns_batch(e, null_id, 2, rewards), ONNXRL_ERR_INVALID_ARGUMENT);
+    const double bad_rewards[2] = {1.0, NAN};
+    EXPECT(onnxrl_episode_log_returns_batch(e, ids, 2, bad_rewards), ONNXRL_ERR_INVALID_ARGUMENT);
+    EXPECT_MSG("rewards[1]");
+    EXPECT(onnxrl_episode_log_returns_batch(e, half_known, 2, rewards), ONNXRL_ERR_NOT_FOUND);
+    EXPECT_MSG("episode 1 of 2");
+
     /* end / end_truncated: NULL arguments and unknown episodes. */
     EXPECT(onnxrl_episode_end(NULL, "ep-a", obs), ONNXRL_ERR_INVALID_ARGUMENT);
     EXPECT(onnxrl_episode_end(e, NULL, obs), ONNXRL_ERR_INVALID_ARGUMENT);
