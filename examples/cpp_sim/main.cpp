@@ -120,8 +120,11 @@ struct Options {
     std::uint64_t seed = 0;
     std::string model = "cartpole_mlp";
     std::string out;
-    long max_wait_us = 200;  // once a request is pending, wait this long for more to batch
-    long max_batch = 0;      // most observations per inference (0: min(1024, all agents))
+    // The batching of BenchmarkExternalEnv (benchmarks/): once a request is pending, wait this
+    // long for more; at most a quarter of the agents per inference, so that the sampler's
+    // inference of one batch overlaps the other threads' physics (0: min(1024, all agents)).
+    long max_wait_us = 100;
+    long max_batch = 256;
     double min_return = 0;
     bool has_min_return = false;
 };
