@@ -8,7 +8,7 @@
 // as RLlib's offline JSON).
 //
 //   cpp_sim [--threads 8] [--agents 128] [--episodes 2048] [--seed 0] [--model cartpole_mlp]
-//           [--out FILE] [--min-return X]
+//           [--out FILE] [--min-return X] [--max-wait-us 100] [--max-batch 256]
 //
 // Prints mean_return=..., episodes=..., actions_per_sec=... (one per line); with --min-return,
 // exits 1 when the mean return is below X. Any error status is printed with its message and
