@@ -175,21 +175,8 @@ type core struct {
 	started  bool
 	cancel   context.CancelFunc
 
-	// Episodes with a report to make: a ring that Poll reads in order (no pointer to chase
-	// from one episode to the next), and a stack for what does not fit.
-	_         [64]byte
-	tail      atomic.Uint64 // ring slots claimed so far
-	_         [56]byte
-	head      atomic.Uint64 // ring slots Poll took so far
-	overflow  atomic.Int64  // pushes onto readyHead so far
-	readyHead atomic.Pointer[episode]
-	_         [40]byte
-	ring      []atomic.Pointer[episode] // a power of two
-	sleeping  atomic.Bool               // Poll waits on wake
-	wakeAt    atomic.Int64              // ... until pushed reaches wakeAt
-	_         [48]byte
+	ready readyQueue // episodes with a report to make
 
-	wake      chan struct{} // capacity 1
 	stopped   atomic.Bool
 	stopCh    chan struct{}
 	stopOnce  sync.Once
@@ -204,7 +191,6 @@ type core struct {
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
-	taken     int64      // pushes collected so far
 	woken     []*episode // waiters answered by this SendActions, a tree (see wakeFanOut)
 	pollTimer *time.Timer
 }
@@ -249,11 +235,11 @@ func newCore(o coreOptions) (*core, error) {
 		obsSize: o.obsSpace.Size(), actSize: o.actSpace.Size(),
 		maxEpisodes: o.maxEpisodes, timeout: o.timeout,
 		maxBatch: o.maxBatch, maxWait: o.maxWait, multi: o.multi,
-		seed: maphash.MakeSeed(),
-		done: map[string]struct{}{},
-		wake: make(chan struct{}, 1), stopCh: make(chan struct{}),
-		slots: make([]*episode, o.maxEpisodes),
-		free:  make([]int, 0, o.maxEpisodes),
+		seed:   maphash.MakeSeed(),
+		done:   map[string]struct{}{},
+		stopCh: make(chan struct{}),
+		slots:  make([]*episode, o.maxEpisodes),
+		free:   make([]int, 0, o.maxEpisodes),
 	}
 	n := 1
 	for n*episodesPerShard < o.maxEpisodes {
@@ -261,11 +247,7 @@ func newCore(o coreOptions) (*core, error) {
 	}
 	c.shards = make([]shard, n)
 	c.hints = make([]atomic.Pointer[episode], min(4*n*episodesPerShard, 1<<16))
-	r := 64
-	for r < 2*o.maxEpisodes {
-		r *= 2
-	}
-	c.ring = make([]atomic.Pointer[episode], r)
+	c.ready.init(2 * o.maxEpisodes)
 	for i := o.maxEpisodes - 1; i >= 0; i-- {
 		c.free = append(c.free, i) // slot 0 is handed out first
 	}
@@ -299,7 +281,7 @@ func (c *core) start(ctx context.Context, run func(ctx context.Context) error) {
 				rerr.Err = fmt.Errorf("%v\n%s", p, debug.Stack())
 			}
 			c.runErr.Store(rerr)
-			c.signal()
+			c.ready.signal()
 		}()
 		rerr.Err = run(ctx)
 	}()

@@ -109,7 +109,7 @@ func (e *ExternalEnv) GetAction(ctx context.Context, id string, obs []float32) (
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	if err := c.wait(ctx, ep, seq); err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (e *ExternalEnv) LogAction(id string, obs, action []float32) error {
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	return nil
 }
@@ -228,7 +228,7 @@ func (e *ExternalEnv) end(id string, obs []float32, kind endKind) error {
 	ep.mu.Unlock()
 	c.forget(ep)
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func (e *ExternalMultiAgentEnv) GetAction(ctx context.Context, id string, obs ma
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	if !acting {
 		ep.waiting.Store(false)
@@ -257,7 +257,7 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ func (e *ExternalMultiAgentEnv) end(id string, obs map[env.AgentID][]float32, ki
 	ep.mu.Unlock()
 	c.forget(ep)
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	return nil
 }

@@ -25,7 +25,8 @@ func (c *core) poll(dst *env.Batch) error {
 		}
 		// Load runErr first: what the run loop pushed before it ended is in the ring then.
 		rerr := c.runErr.Load()
-		blocked := c.collect()
+		var blocked bool
+		c.pending, blocked = c.ready.collect(c.pending)
 		n = c.drain(dst, n)
 		if n >= c.maxBatch || (n > 0 && (c.maxWait <= 0 || rerr != nil)) {
 			return nil
@@ -50,24 +51,23 @@ func (c *core) poll(dst *env.Batch) error {
 				deadline = c.pollTimer.C
 			}
 		}
-		// A push that finds Poll sleeping and the pushes at wakeAt wakes it; one before it
-		// set sleeping is seen here.
-		c.wakeAt.Store(c.taken + want)
-		c.sleeping.Store(true)
-		if c.pushed() >= c.taken+want || c.runErr.Load() != nil || c.stopped.Load() {
-			c.sleeping.Store(false)
+		if !c.ready.sleepUntil(want) {
+			continue
+		}
+		if c.runErr.Load() != nil || c.stopped.Load() { // they signal wake: set before sleeping
+			c.ready.awake()
 			continue
 		}
 		select {
-		case <-c.wake:
+		case <-c.ready.wake:
 		case <-c.stopCh:
 		case <-deadline:
-			c.sleeping.Store(false)
-			c.collect()
+			c.ready.awake()
+			c.pending, _ = c.ready.collect(c.pending)
 			c.drain(dst, n)
 			return nil
 		}
-		c.sleeping.Store(false)
+		c.ready.awake()
 	}
 }
 

@@ -137,7 +137,7 @@ func (c *core) submitOne(t *Ticket, gen uint32, id string, obs []float32) error 
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
-		c.push(ep)
+		c.ready.push(ep)
 	}
 	return nil
 }
