@@ -15,9 +15,11 @@ cannot be unloaded; see include/onnxrl/sampler.h).
 
 ONNX Runtime: the library finds it by itself (``ONNXRUNTIME_SHARED_LIBRARY_PATH``, beside the
 library, a ``third_party/onnxruntime`` above the working directory, the system's path). When the
-library comes from a source checkout and nothing else names the runtime, the checkout's
-``third_party/onnxruntime/lib/libonnxruntime.so.1`` is named in ``ONNXRUNTIME_SHARED_LIBRARY_PATH``
-before loading, so that the package works from any working directory.
+library comes from a source checkout and neither ``ONNXRUNTIME_SHARED_LIBRARY_PATH`` nor a copy
+beside the library names the runtime, the checkout's ``third_party/onnxruntime/lib/libonnxruntime.so.1``
+is loaded first, so that the package works from any working directory. (Setting the variable
+from Python would not do: the Go runtime reads the environment the process started with.) The
+library's look-up by name then finds the runtime already loaded.
 """
 
 from __future__ import annotations
@@ -61,8 +63,12 @@ def candidate_paths() -> list[tuple[str, str]]:
     return out
 
 
-def _name_runtime(lib_path: str) -> None:
-    """Names a source checkout's ONNX Runtime when nothing else would find one (see the module doc)."""
+_runtime: ctypes.CDLL | None = None  # a preloaded ONNX Runtime, kept loaded
+
+
+def _preload_runtime(lib_path: str) -> None:
+    """Loads a source checkout's ONNX Runtime when nothing else names one (see the module doc)."""
+    global _runtime
     if os.environ.get(ENV_RUNTIME) or not os.path.isabs(lib_path):
         return
     lib_dir = os.path.dirname(os.path.realpath(lib_path))
@@ -72,7 +78,10 @@ def _name_runtime(lib_path: str) -> None:
     while True:
         rt = os.path.join(d, "third_party", "onnxruntime", "lib", "libonnxruntime.so.1")
         if os.path.exists(rt):
-            os.environ[ENV_RUNTIME] = rt
+            try:
+                _runtime = ctypes.CDLL(rt, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                pass  # the library's own look-up reports what it tried
             return
         parent = os.path.dirname(d)
         if parent == d:
@@ -87,7 +96,7 @@ def _load() -> ctypes.CDLL:
             tried.append(f"  {path} ({what}): no such file")
             continue
         try:
-            _name_runtime(path)
+            _preload_runtime(path)
             lib = ctypes.CDLL(path)
         except OSError as e:
             tried.append(f"  {path} ({what}): {e}")

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -164,7 +165,8 @@ def export_policy(module: Any, observation_space: Any, action_space: Any, path: 
     module.eval()
     # Batch 3 for the example, not 1, so that no size-1 special case gets traced in.
     example = (torch.from_numpy(gen_obs(3)),) + tuple(torch.from_numpy(s) for s in gen_states(3, False))
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         res = module(*example)
     res = res if isinstance(res, (tuple, list)) else (res,)
     n_heads = len(res) - len(state_shapes)
@@ -198,7 +200,10 @@ def export_policy(module: Any, observation_space: Any, action_space: Any, path: 
         spec["value_output"] = "value"
 
     buf = io.BytesIO()
-    with torch.no_grad():
+    # The warnings of the exporter about RNNs and batch sizes do not apply: the states are
+    # inputs and the batch axis is dynamic on purpose.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(module, example, buf, export_params=True, opset_version=opset,
                           do_constant_folding=True, input_names=in_names, output_names=out_names,
                           dynamic_axes=dynamic_axes)
