@@ -71,6 +71,7 @@ class Env:
         # get_actions keeps the C array of the last ids it was given: a vectorized simulator
         # asks for the same episodes step after step.
         self._ids_local = threading.local()
+        self._log_returns = self._lib.onnxrl_episode_log_returns
 
     def _handle(self) -> int:
         h = self._h
@@ -155,8 +156,16 @@ class Env:
 
     def log_returns(self, episode_id: str, reward: float) -> None:
         """Adds reward to the episode's current step (summed until its next observation)."""
-        h = self._handle()
-        _lib.check(self._lib.onnxrl_episode_log_returns(h, _id_bytes(episode_id), float(reward)))
+        # Called once per episode and step: kept to the C call and the checks it needs.
+        h = self._h
+        if h is None:
+            self._handle()
+        eid = episode_id.encode() if type(episode_id) is str else _id_bytes(episode_id)
+        if b"\0" in eid:
+            _id_bytes(episode_id)
+        st = self._log_returns(h, eid, float(reward))
+        if st:
+            _lib.raise_status(st)
 
     def end_episode(self, episode_id: str, observation: np.ndarray, truncated: bool = False) -> None:
         """Ends the episode with its final observation.
