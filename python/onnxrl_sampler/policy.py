@@ -55,6 +55,7 @@ class Policy:
         #: Values of one action (float32; a Discrete action is its index as a float).
         self.action_size: int = a.value
         self.model = str(model)
+        self._act = self._lib.onnxrl_policy_act
 
     def act(self, obs: np.ndarray, explore: bool = False, out: Any = None, *,
             logp: bool = False, values: bool = False) -> ActResult:
@@ -89,29 +90,30 @@ class Policy:
         if single:
             n = 1
         ashape = (self.action_size,) if single else (n, self.action_size)
+        if not (logp or values):  # the common case, kept short: it counts at batch 1
+            actions = out_array(out, ashape, "out")
+            st = self._act(h, data_ptr(obs), n, 1 if explore else 0, data_ptr(actions), None, None)
+            if st:
+                _lib.raise_status(st)
+            return actions
         vshape = () if single else (n,)
-        outs = out if isinstance(out, tuple) else (out,)
         want = 1 + logp + values
-        if len(outs) != want:
-            if out is not None:
-                raise ValueError(f"out: {len(outs)} arrays, want {want} (actions[, logp][, values])")
-            outs = (None,) * want
-        actions = out_array(outs[0], ashape, "out[0] (actions)")
-        lp = out_array(outs[1], vshape, "out[1] (logp)") if logp else None
-        vals = out_array(outs[-1], vshape, f"out[{want - 1}] (values)") if values else None
-        st = self._lib.onnxrl_policy_act(h, data_ptr(obs), n, 1 if explore else 0, data_ptr(actions),
-                                         None if lp is None else data_ptr(lp),
-                                         None if vals is None else data_ptr(vals))
+        if out is None:
+            out = (None,) * want
+        elif not isinstance(out, tuple) or len(out) != want:
+            raise ValueError(f"out: want a tuple of {want} arrays (actions[, logp][, values])")
+        actions = out_array(out[0], ashape, "out[0] (actions)")
+        lp = out_array(out[1], vshape, "out[1] (logp)") if logp else None
+        vals = out_array(out[want - 1], vshape, "out[-1] (values)") if values else None
+        st = self._act(h, data_ptr(obs), n, 1 if explore else 0, data_ptr(actions),
+                       None if lp is None else data_ptr(lp), None if vals is None else data_ptr(vals))
         if st:
             _lib.raise_status(st)
-        if want == 1:
-            return actions
-        res = [actions]
-        if lp is not None:
-            res.append(lp)
-        if vals is not None:
-            res.append(vals)
-        return tuple(res)
+        if lp is None:
+            return actions, vals
+        if vals is None:
+            return actions, lp
+        return actions, lp, vals
 
     def close(self) -> None:
         """Releases the policy, waiting for calls in flight. Safe to call twice."""

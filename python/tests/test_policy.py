@@ -173,7 +173,7 @@ def test_observation_outside_the_space_writes_nothing(lib):
     (np.zeros((2, 2), np.float32), r"shape \(2, 2\), want \(2, 1\)"),
     (np.zeros((2, 1), np.float64), "float32"),
     (np.zeros((4, 1), np.float32)[::2], "C-contiguous"),
-    ((np.zeros((2, 1), np.float32),), r"1 arrays, want 2"),
+    ((np.zeros((2, 1), np.float32),), r"a tuple of 2 arrays"),
 ])
 def test_bad_out_raises_value_error(lib, out, match):
     obs = np.zeros((2, 4), np.float32)
