@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Union
+from typing import Any, Tuple, Union
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from . import _lib
 from ._arrays import data_ptr, options_json, out_array, rows_of
 from .errors import StateError
 
-ActResult = Union[np.ndarray, tuple[np.ndarray, ...]]
+ActResult = Union[np.ndarray, Tuple[np.ndarray, ...]]
 
 
 class Policy:
