@@ -58,7 +58,7 @@ def rows(path: str) -> dict[tuple[int, int], dict[str, Any]]:
         for line in fh:
             b = json.loads(line)
             assert b["type"] == "SampleBatch"
-            cols = [k for k, v in b.items() if isinstance(v, list)]
+            cols = [k for k, v in b.items() if isinstance(v, list) and len(v) == len(b["eps_id"])]
             for i in range(len(b["eps_id"])):
                 r = {k: b[k][i] for k in cols}
                 key = (r["eps_id"], r["t"])
@@ -146,12 +146,29 @@ def test_generated_ids_and_untrained_episodes(lib, tmp_path):
     assert len(rows(out)) == 1  # the untrained episode records nothing
 
 
-def test_recurrent_policies_keep_state_per_episode(lib):
-    obs = np.array([[0.1, -0.05]] * 2, np.float32)
-    with Env("lstm_policy", explore=False) as env:
-        ids = [env.start_episode(), env.start_episode()]
-        first = env.get_actions(ids, obs)
-        assert first.shape == (2, 1) and first[0, 0] == first[1, 0]
+def test_recurrent_policies_keep_state_per_episode(lib, tmp_path):
+    """lstm_policy: the same observation gives the same outputs in two fresh episodes (state
+    zero at the start) and different ones on an episode's second step (its state carried)."""
+    out = str(tmp_path / "lstm.jsonl")
+    obs = np.array([0.1, -0.05], np.float32)
+    with Env("lstm_policy", out=out, explore=False) as env:
+        a, b = env.start_episode("a"), env.start_episode("b")
+        env.get_action(a, obs)
+        env.get_action(a, obs)
+        env.get_action(b, obs)
+        for eid in (a, b):
+            env.end_episode(eid, obs)
+    eps: dict[int, dict[int, dict[str, Any]]] = {}
+    for (e, t), r in rows(out).items():
+        eps.setdefault(e, {})[t] = r
+    ra, rb = sorted(eps.values(), key=len, reverse=True)
+    assert sorted(ra) == [0, 1] and sorted(rb) == [0]
+    for r in (ra[0], rb[0]):
+        assert not np.any(r["state_in_0"]) and not np.any(r["state_in_1"])  # zero at the start
+    np.testing.assert_array_equal(ra[1]["state_in_0"], ra[0]["state_out_0"])  # carried
+    np.testing.assert_array_equal(ra[1]["state_in_1"], ra[0]["state_out_1"])
+    np.testing.assert_allclose(ra[0]["action_dist_inputs"], rb[0]["action_dist_inputs"], rtol=1e-6)
+    assert not np.allclose(ra[0]["action_dist_inputs"], ra[1]["action_dist_inputs"], rtol=1e-4)
 
 
 def test_bad_input(lib):
