@@ -6,13 +6,13 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 from urllib.parse import quote, urlsplit
 
 import numpy as np
 
-Observation = Union[np.ndarray, Sequence[float], Sequence[Any]]
-Action = Union[int, np.ndarray]
+Observation = Union[np.ndarray, Sequence[float], Sequence[Any], Mapping[str, Any]]
+Action = Union[int, np.ndarray, Dict[str, Any]]
 
 
 class PolicyServerError(Exception):
@@ -46,7 +46,8 @@ class PolicyClient:
 
     One keep-alive connection per thread; safe to use from several threads. Observations are
     NumPy arrays or (nested) sequences of numbers; actions come back as an ``int`` for a
-    Discrete action space and a float32 array for a Box.
+    Discrete action space and a float32 array for a Box. Against a multi-agent server
+    (`sample serve --multi-agent`), observations, actions and rewards are dicts keyed by agent id.
 
     Example::
 
@@ -88,11 +89,19 @@ class PolicyClient:
         self._request("POST", self._episode(episode_id, "log_action"),
                       {"observation": _jsonable(observation), "action": _jsonable(action)})
 
-    def log_returns(self, episode_id: str, reward: float, info: Optional[dict[str, Any]] = None) -> None:
-        """Adds reward to the episode's current step (summed until its next observation)."""
-        body: dict[str, Any] = {"reward": float(reward)}
+    def log_returns(self, episode_id: str, reward: Union[float, Mapping[str, float]],
+                    info: Optional[dict[str, Any]] = None,
+                    multiagent_done_dict: Optional[Mapping[str, bool]] = None) -> None:
+        """Adds reward to the episode's current step (summed until its next observation).
+
+        Multi-agent: ``reward`` is a dict keyed by agent id, ``multiagent_done_dict`` marks the
+        agents that are done and ``info`` holds one dict per agent (RLlib's arguments).
+        """
+        body: dict[str, Any] = {"reward": _jsonable(reward) if isinstance(reward, Mapping) else float(reward)}
         if info is not None:
             body["info"] = info
+        if multiagent_done_dict is not None:
+            body["done"] = {k: bool(v) for k, v in multiagent_done_dict.items()}
         self._request("POST", self._episode(episode_id, "returns"), body)
 
     def end_episode(self, episode_id: str, observation: Observation, truncated: bool = False) -> None:
@@ -191,6 +200,8 @@ def _action(a: Any) -> Action:
         raise ProtocolError(f"policy server: action {a!r} is not a number")
     if isinstance(a, int):
         return a
+    if isinstance(a, dict):
+        return {k: _action(v) for k, v in a.items()}
     try:
         return np.asarray(a, dtype=np.float32)
     except (TypeError, ValueError):
@@ -204,4 +215,6 @@ def _jsonable(x: Any) -> Any:
         return x.item()
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
     return x

@@ -172,3 +172,22 @@ def test_reconnects_when_the_server_closed_the_connection(fake):
     for _ in range(3):
         assert c.start_episode() == "e"
     assert handler.connections == 3
+
+
+def test_multi_agent(serve):
+    srv = serve("--model", "cartpole_mlp", "--explore=false", "--multi-agent")
+    c = PolicyClient(srv.url)
+    eid = c.start_episode()
+    obs = {"a0": np.array([0.01, 0.02, 0.03, 0.04], np.float32), "a1": [0.0, 0.0, -0.1, 0.0]}
+    acts = c.get_action(eid, obs)
+    assert set(acts) == {"a0", "a1"} and all(a in (0, 1) for a in acts.values())
+    c.log_returns(eid, {"a0": 1.0, "a1": 0.5}, multiagent_done_dict={"a1": True})
+    acts = c.get_action(eid, obs)
+    assert set(acts) == {"a0"}  # a1 is done: its final observation gets no action
+    with pytest.raises(ValueError):
+        c.log_returns(eid, {"a0": float("inf")})  # JSON has no inf: refused before sending
+    with pytest.raises(PolicyServerError) as e:
+        c.get_action(eid, {"a0": [0.0, 0.0, 0.0]})
+    assert e.value.code == "bad_observation"
+    c.end_episode(eid, {"a0": obs["a0"]})
+    srv.stop()
