@@ -201,6 +201,8 @@ def test_bad_input(lib):
         with pytest.raises(NotFoundError, match="episode 1 of 2"):
             env.get_actions(["e1", "nope"], np.stack([obs, obs]), out=out)
         assert out[0, 0] in (0.0, 1.0) and out[1, 0] == -7
+        with pytest.raises(StateError, match="episode 1 of 2"):  # the same episode twice
+            env.get_actions(["e1", "e1"], np.stack([obs, obs]))
         env.end_episode(eid, obs)
         with pytest.raises(StateError):
             env.get_action(eid, obs)
