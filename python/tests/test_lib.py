@@ -18,6 +18,8 @@ def test_candidates_in_order(monkeypatch):
     assert where[0] == "the package's folder"
     assert where[1] == "the source tree's CMake build"
     assert any(w.startswith("the install prefix") for w in where)
+    paths = [p for _, p in _lib.candidate_paths()]
+    assert "/usr/local/lib/libonnxrl_sampler.so" in paths  # CMake's default install prefix
     assert where[-1] == "the system's library path"
     monkeypatch.setenv(_lib.ENV_LIBRARY, "/x/lib.so")
     assert _lib.candidate_paths() == [(f"${_lib.ENV_LIBRARY}", "/x/lib.so")]
