@@ -62,3 +62,24 @@ def test_not_found_in_a_fresh_process(tmp_path):
     r = _run("import onnxrl_sampler as o; o.Policy('cartpole_mlp')", env, str(tmp_path))
     assert r.returncode == 1
     assert "LibraryNotFoundError" in r.stderr and "nope.so" in r.stderr
+
+
+def test_library_in_the_package_folder(lib, tmp_path):
+    """A copy of the package with the library and ONNX Runtime inside it (what a wheel ships)
+    works from anywhere, with nothing else pointing at them."""
+    import shutil
+
+    pkg = tmp_path / "site" / "onnxrl_sampler"
+    shutil.copytree(os.path.join(REPO, "python", "onnxrl_sampler"), pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(lib._name, pkg / "libonnxrl_sampler.so")
+    rt = os.path.join(REPO, "third_party", "onnxruntime", "lib", "libonnxruntime.so.1")
+    shutil.copy(os.path.realpath(rt), pkg / "libonnxruntime.so.1")
+    env = {k: v for k, v in os.environ.items() if k not in ("ONNXRUNTIME_SHARED_LIBRARY_PATH", "ONNXRL_SAMPLER_LIBRARY")}
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    code = ("import numpy as np, onnxrl_sampler as o; p = o.Policy('cartpole_mlp'); "
+            "print(o._lib.lib()._name); print(p.act(np.zeros(4, np.float32))[0])")
+    r = _run(code, env, str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    where, act = r.stdout.split()
+    assert where == str(pkg / "libonnxrl_sampler.so") and act in ("0.0", "1.0")
