@@ -98,6 +98,9 @@ def test_single_observation_and_image_shapes(lib):
         batch = p.act(one[None])
         assert batch.shape == (1, 1) and batch[0, 0] == a[0]
         assert p.act(np.zeros((0, 4), np.float32)).shape == (0, 1)
+        ro = np.frombuffer(one.tobytes() * 3, np.float32).reshape(3, 4)  # read-only memory
+        assert not ro.flags.writeable
+        np.testing.assert_array_equal(p.act(ro), np.repeat(batch, 3, 0))
     with Policy("cnn_policy") as p:
         obs = np.full((2, 3, 32, 32), 0.5, np.float32)
         assert p.act(obs).shape == (2, 1)
