@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models fuzz clean
+.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models fuzz clean
 
 all: build
 
@@ -24,8 +24,9 @@ run: onnxruntime build
 vet:
 	$(GO) vet ./...
 
-# Everything: go vet, the Go tests with the race detector, and the native build with CTest.
-test: go-test native-test
+# Everything: go vet, the Go tests with the race detector, the native build with CTest, and the
+# Python package's tests.
+test: go-test native-test python-test
 
 go-test: onnxruntime vet
 	$(GO) test -race -count=1 ./...
@@ -43,6 +44,24 @@ native-test: onnxruntime native
 native-tools:
 	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
 		{ apt-get update && apt-get install -y --no-install-recommends cmake g++ make; }
+
+# The Python package (python/onnxrl_sampler) over the library, with Debian's NumPy and pytest,
+# and torch for the export tests (PYTHON_TORCH=0 leaves torch out: those tests then skip).
+PYTHON ?= /usr/bin/python3
+PYTHON_TORCH ?= 1
+python-test: python-deps onnxruntime native build
+	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+# Debian's python3-numpy, python3-pytest (and python3-torch), when missing.
+python-deps:
+	@missing=""; \
+	$(PYTHON) -c 'import numpy' 2>/dev/null || missing="$$missing python3-numpy"; \
+	$(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	if [ "$(PYTHON_TORCH)" = 1 ]; then $(PYTHON) -c 'import torch' 2>/dev/null || missing="$$missing python3-torch"; fi; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		apt-get update && apt-get install -y --no-install-recommends $$missing; \
+	fi
 
 bench: onnxruntime
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)

@@ -1,0 +1,214 @@
+"""Env: RLlib's ExternalEnv episode API for simulators written in Python (onnxrl_env_* and
+onnxrl_episode_* of the C API)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _lib
+from ._arrays import data_ptr, options_json, out_array, rows_of
+from .errors import StateError
+
+_ID_CAP = 64  # a generated id is a UUID (36 characters and the NUL)
+
+
+class Env:
+    """An environment with inverted control: your simulator runs episodes and asks for actions.
+
+    Requests for actions from all episodes (and threads) are answered by a sampler inside the
+    library with one batched inference per step; the transitions are recorded by the Go side
+    into ``out``. Every method is safe to call from several threads at once (each episode from
+    one thread at a time).
+
+    Args:
+        model: an ``.onnx`` path or a bundled model name (recurrent policies included: each
+            episode's state is kept by the sampler).
+        out: the file to record the sample batches in, RLlib's offline JSON lines (``.jsonl``;
+            rotated into ``x-000001.jsonl``, ... at ``max_file_size``). None records nothing.
+            Parquet (``.parquet``) works once the C library writes it; until then it is refused
+            with an InvalidArgumentError.
+        max_episodes: most episodes running at once (LimitError beyond).
+        explore: sample actions from the distribution (False: the mode).
+        seed: seed of the action sampling.
+        **options: the other keys of ``onnxrl_env_open``: ``device``, ``threads``,
+            ``max_wait_us``, ``max_batch``, ``timeout_ms``, ``fragment_length``,
+            ``max_file_size``, ``normalize_actions``, ``clip_actions``. A misspelt key is an
+            InvalidArgumentError.
+
+    Observations and actions are float32 rows of ``obs_size`` / ``action_size`` values; a
+    Discrete action is its index as a float (``int(action[0])``).
+
+    Example::
+
+        with Env("cartpole_mlp", out="data.jsonl") as env:
+            eid = env.start_episode()
+            action = env.get_action(eid, obs)
+            env.log_returns(eid, 1.0)
+            env.end_episode(eid, final_obs)
+    """
+
+    def __init__(self, model: str, out: Optional[str] = None, max_episodes: int = 100,
+                 explore: bool = True, seed: int = 0, **options: Any) -> None:
+        self._lib = _lib.lib()
+        opts = options_json({"out": None if out is None else str(out), "max_episodes": max_episodes,
+                             "explore": explore, "seed": seed, **options})
+        h = ctypes.c_void_p()
+        _lib.check(self._lib.onnxrl_env_open(str(model).encode(), opts, ctypes.byref(h)))
+        self._h: int | None = h.value
+        self._close_lock = threading.Lock()
+        o, a = ctypes.c_int64(), ctypes.c_int64()
+        _lib.check(self._lib.onnxrl_env_sizes(self._h, ctypes.byref(o), ctypes.byref(a)))
+        #: Values of one observation (float32).
+        self.obs_size: int = o.value
+        #: Values of one action (float32).
+        self.action_size: int = a.value
+        self.model = str(model)
+        self.out = out
+        # get_actions keeps the C array of the last ids it was given: a vectorized simulator
+        # asks for the same episodes step after step.
+        self._ids_local = threading.local()
+        self._log_returns = self._lib.onnxrl_episode_log_returns
+
+    def _handle(self) -> int:
+        h = self._h
+        if h is None:
+            raise StateError("onnxrl_sampler: the env is closed", -3, "ONNXRL_ERR_STATE")
+        return h
+
+    def start_episode(self, episode_id: Optional[str] = None, training_enabled: bool = True) -> str:
+        """Starts an episode and returns its id (a generated UUID when none is given).
+
+        ``training_enabled=False`` runs the episode without recording it. Raises LimitError
+        beyond ``max_episodes``, StateError for an id that is running or has ended.
+        """
+        h = self._handle()
+        buf = ctypes.create_string_buffer(_ID_CAP)
+        eid = None if episode_id is None else _id_bytes(episode_id)
+        _lib.check(self._lib.onnxrl_episode_start(h, eid, 1 if training_enabled else 0, buf, _ID_CAP))
+        return buf.value.decode() if episode_id is None else episode_id
+
+    def get_action(self, episode_id: str, observation: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Reports an observation (float32, ``obs_size`` values) and waits for the action.
+
+        Returns the action, shape ``(action_size,)``, written into ``out`` when given. Raises
+        NotFoundError for an unknown episode, StateError for one that has ended or already
+        waits, InvalidArgumentError for an observation outside the space, ActionTimeoutError.
+        """
+        h = self._handle()
+        if rows_of(observation, self.obs_size, "observation") not in (-1, 1):
+            raise ValueError(f"observation: shape {observation.shape}: want one row of {self.obs_size} values")
+        act = out_array(out, (self.action_size,), "out")
+        st = self._lib.onnxrl_episode_get_action(h, _id_bytes(episode_id), data_ptr(observation), data_ptr(act))
+        if st:
+            _lib.raise_status(st)
+        return act
+
+    def get_actions(self, episode_ids: Sequence[str], observations: np.ndarray,
+                    out: Optional[np.ndarray] = None) -> np.ndarray:
+        """get_action for n different episodes at once, from one thread (a vectorized simulator).
+
+        Args:
+            episode_ids: n ids of running episodes, all different.
+            observations: float32, C-contiguous, shape ``(n, obs_size)`` (or ``(n, *shape)``).
+            out: the actions' destination, shape ``(n, action_size)``; None allocates.
+
+        Returns:
+            The actions, shape ``(n, action_size)``. All n are answered by the same sampler in
+            as few inferences as the batching allows. If episode i fails, the exception names
+            it and the rows before i hold their actions.
+        """
+        h = self._handle()
+        n = rows_of(observations, self.obs_size, "observations")
+        if n != len(episode_ids):
+            raise ValueError(f"observations: {max(n, 1)} rows for {len(episode_ids)} episode ids")
+        act = out_array(out, (n, self.action_size), "out")
+        st = self._lib.onnxrl_episode_get_actions(h, self._id_array(episode_ids), n,
+                                                  data_ptr(observations), data_ptr(act))
+        if st:
+            _lib.raise_status(st)
+        return act
+
+    def _id_array(self, episode_ids: Sequence[str]) -> Any:
+        """The C array of the ids, reused while a thread asks for the same ids."""
+        loc = self._ids_local
+        key = tuple(episode_ids)
+        if getattr(loc, "key", None) != key:
+            enc = [_id_bytes(i) for i in key]
+            loc.arr = (ctypes.c_char_p * len(enc))(*enc)
+            loc.enc = enc  # keeps the bytes alive as long as the array
+            loc.key = key
+        return loc.arr
+
+    def log_action(self, episode_id: str, observation: np.ndarray, action: np.ndarray) -> None:
+        """Reports an observation with the action the simulator took itself (recorded instead
+        of the policy's). Does not wait. ``action``: float32, ``action_size`` values."""
+        h = self._handle()
+        if rows_of(observation, self.obs_size, "observation") not in (-1, 1):
+            raise ValueError(f"observation: shape {observation.shape}: want one row of {self.obs_size} values")
+        if rows_of(action, self.action_size, "action") not in (-1, 1):
+            raise ValueError(f"action: shape {action.shape}: want one row of {self.action_size} values")
+        _lib.check(self._lib.onnxrl_episode_log_action(h, _id_bytes(episode_id), data_ptr(observation),
+                                                       data_ptr(action)))
+
+    def log_returns(self, episode_id: str, reward: float) -> None:
+        """Adds reward to the episode's current step (summed until its next observation)."""
+        # Called once per episode and step: kept to the C call and the checks it needs.
+        h = self._h
+        if h is None:
+            self._handle()
+        eid = episode_id.encode() if type(episode_id) is str else _id_bytes(episode_id)
+        if b"\0" in eid:
+            _id_bytes(episode_id)
+        st = self._log_returns(h, eid, float(reward))
+        if st:
+            _lib.raise_status(st)
+
+    def end_episode(self, episode_id: str, observation: np.ndarray, truncated: bool = False) -> None:
+        """Ends the episode with its final observation.
+
+        ``truncated=True`` marks a time limit or a simulator giving up: the return is then
+        bootstrapped from the value of the observation instead of zero.
+        """
+        h = self._handle()
+        if rows_of(observation, self.obs_size, "observation") not in (-1, 1):
+            raise ValueError(f"observation: shape {observation.shape}: want one row of {self.obs_size} values")
+        f = self._lib.onnxrl_episode_end_truncated if truncated else self._lib.onnxrl_episode_end
+        _lib.check(f(h, _id_bytes(episode_id), data_ptr(observation)))
+
+    def close(self) -> None:
+        """Releases the env: running episodes end truncated, everything sampled is written and
+        the file is closed (OutputError if writing failed). Waits for calls in flight. Safe to
+        call twice."""
+        with self._close_lock:
+            h, self._h = self._h, None
+        if h is not None:
+            _lib.check(self._lib.onnxrl_env_close(h))
+
+    def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._h is None else f"obs_size={self.obs_size}, action_size={self.action_size}"
+        return f"Env({self.model!r}, out={self.out!r}, {state})"
+
+
+def _id_bytes(episode_id: str) -> bytes:
+    if not isinstance(episode_id, str):
+        raise ValueError(f"episode_id: want a str, got {type(episode_id).__name__}")
+    b = episode_id.encode()
+    if b"\0" in b:
+        raise ValueError("episode_id: contains a NUL character")
+    return b

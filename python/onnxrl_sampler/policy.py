@@ -1,0 +1,139 @@
+"""Policy: batch inference with an exported policy (onnxrl_policy_* of the C API)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Tuple, Union
+
+import numpy as np
+
+from . import _lib
+from ._arrays import data_ptr, options_json, out_array, rows_of
+from .errors import StateError
+
+ActResult = Union[np.ndarray, Tuple[np.ndarray, ...]]
+
+
+class Policy:
+    """An exported policy for batch inference, safe to use from several threads at once.
+
+    Args:
+        model: an ``.onnx`` path (its policy spec from ``<model>.policy.json`` or the model's
+            ``onnxrl.policy`` metadata) or a bundled model name such as ``"cartpole_mlp"``.
+        device: ``"cpu"`` or ``"cuda[:N]"``.
+        seed: seed of the action sampling (``explore=True``): the same seed and calls give the
+            same actions.
+        threads: ONNX Runtime intra-op threads per session.
+        workers: sessions, so calls computed at once from different threads.
+        normalize_actions: map Box actions from [-1, 1] to the space's bounds (RLlib's option).
+        clip_actions: clip Box actions to the space's bounds.
+
+    Recurrent policies are refused (:class:`ModelError`): use :class:`Env`, which keeps each
+    episode's state. Release with :meth:`close` or a ``with`` block.
+
+    Example::
+
+        with Policy("cartpole_mlp") as p:
+            actions = p.act(np.zeros((256, 4), np.float32))        # shape (256, 1)
+            actions, logp, values = p.act(obs, logp=True, values=True)
+    """
+
+    def __init__(self, model: str, device: str = "cpu", seed: int = 0, *, threads: int = 1,
+                 workers: int = 1, normalize_actions: bool = True, clip_actions: bool = False) -> None:
+        self._lib = _lib.lib()
+        opts = options_json({"device": device, "seed": seed, "threads": threads, "workers": workers,
+                             "normalize_actions": normalize_actions, "clip_actions": clip_actions})
+        h = ctypes.c_void_p()
+        _lib.check(self._lib.onnxrl_policy_open(str(model).encode(), opts, ctypes.byref(h)))
+        self._h: int | None = h.value
+        self._close_lock = threading.Lock()
+        o, a = ctypes.c_int64(), ctypes.c_int64()
+        _lib.check(self._lib.onnxrl_policy_sizes(self._h, ctypes.byref(o), ctypes.byref(a)))
+        #: Values of one observation (float32).
+        self.obs_size: int = o.value
+        #: Values of one action (float32; a Discrete action is its index as a float).
+        self.action_size: int = a.value
+        self.model = str(model)
+        self._act = self._lib.onnxrl_policy_act
+
+    def act(self, obs: np.ndarray, explore: bool = False, out: Any = None, *,
+            logp: bool = False, values: bool = False) -> ActResult:
+        """Computes the actions of a batch of observations.
+
+        Args:
+            obs: float32, C-contiguous, shape ``(n, obs_size)`` or ``(n, *observation_shape)``;
+                or ``(obs_size,)`` for a single observation (then the results have no batch
+                axis). Read in place, never copied; wrong dtypes and shapes are a ValueError.
+            explore: sample from the action distribution (seeded) instead of taking its mode.
+            out: where to write: an array of shape ``(n, action_size)`` for the actions, or,
+                with ``logp``/``values``, a tuple of arrays in the order of the results
+                (``(n,)`` each for log-probabilities and values). None allocates.
+            logp: also return the log-probability of each action.
+            values: also return the value output (InvalidArgumentError for a model without one).
+
+        Returns:
+            The actions, shape ``(n, action_size)``; or the tuple ``(actions[, logp][, values])``
+            when ``logp`` or ``values`` is asked for.
+
+        Raises:
+            ValueError: a bad array (dtype, shape, layout); InvalidArgumentError (also a
+                ValueError) for an observation outside the observation space, in which case
+                nothing is written.
+            StateError: the policy is closed.
+        """
+        h = self._h
+        if h is None:
+            raise StateError("onnxrl_sampler: the policy is closed", -3, "ONNXRL_ERR_STATE")
+        n = rows_of(obs, self.obs_size, "obs")
+        single = n < 0
+        if single:
+            n = 1
+        ashape = (self.action_size,) if single else (n, self.action_size)
+        if not (logp or values):  # the common case, kept short: it counts at batch 1
+            actions = out_array(out, ashape, "out")
+            st = self._act(h, data_ptr(obs), n, 1 if explore else 0, data_ptr(actions), None, None)
+            if st:
+                _lib.raise_status(st)
+            return actions
+        vshape = () if single else (n,)
+        want = 1 + logp + values
+        if out is None:
+            out = (None,) * want
+        elif not isinstance(out, tuple) or len(out) != want:
+            raise ValueError(f"out: want a tuple of {want} arrays (actions[, logp][, values])")
+        actions = out_array(out[0], ashape, "out[0] (actions)")
+        lp = out_array(out[1], vshape, "out[1] (logp)") if logp else None
+        vals = out_array(out[want - 1], vshape, "out[-1] (values)") if values else None
+        st = self._act(h, data_ptr(obs), n, 1 if explore else 0, data_ptr(actions),
+                       None if lp is None else data_ptr(lp), None if vals is None else data_ptr(vals))
+        if st:
+            _lib.raise_status(st)
+        if lp is None:
+            return actions, vals
+        if vals is None:
+            return actions, lp
+        return actions, lp, vals
+
+    def close(self) -> None:
+        """Releases the policy, waiting for calls in flight. Safe to call twice."""
+        with self._close_lock:
+            h, self._h = self._h, None
+        if h is not None:
+            _lib.check(self._lib.onnxrl_policy_close(h))
+
+    def __enter__(self) -> Policy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._h is None else f"obs_size={self.obs_size}, action_size={self.action_size}"
+        return f"Policy({self.model!r}, {state})"
