@@ -4,8 +4,8 @@ evaluated in NumPy, alternating rounds in one process; reports env steps/s of bo
     /usr/bin/python3 benchmarks/python_env.py [--num-envs 256] [--steps 200] [--rounds 6]
 
 "sampler": examples/python/env_get_actions.py's loop: per step one Env.get_actions for all
-episodes (one batched inference by the sampler, greedy, recording nothing), a log_returns per
-episode, end_episode/start_episode for those that ended. "numpy": the bundled cartpole_mlp's
+episodes (one batched inference by the sampler, greedy, recording nothing), one log_returns_batch
+for all, end_episode/start_episode for those that ended. "numpy": the bundled cartpole_mlp's
 weights (read from the ONNX file) evaluated with NumPy (float32 matmuls, tanh, argmax), the same
 env, nothing else. Before timing, the NumPy policy is checked against Policy.act on a batch
 (the same actions), so both compute the same thing.

@@ -36,8 +36,7 @@ def run(env: Env, n: int, steps: int, seed: int = 0) -> dict[str, float]:
         env.get_actions(ids, sim.obs, out=actions)
         rewards, terminated, truncated = sim.step(actions)
         returns += rewards
-        for i in range(n):
-            env.log_returns(ids[i], float(rewards[i]))
+        env.log_returns_batch(ids, rewards)
         for i in np.flatnonzero(terminated | truncated):
             env.end_episode(ids[i], sim.obs[i], truncated=bool(truncated[i]))
             finished.append(returns[i])

@@ -132,6 +132,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "onnxrl_episode_get_actions": (i, [p, p, i64, p, p]),
         "onnxrl_episode_log_action": (i, [p, c, p, p]),
         "onnxrl_episode_log_returns": (i, [p, c, ctypes.c_double]),
+        "onnxrl_episode_log_returns_batch": (i, [p, p, i64, p]),
         "onnxrl_episode_end": (i, [p, c, p]),
         "onnxrl_episode_end_truncated": (i, [p, c, p]),
         "onnxrl_env_close": (i, [p]),

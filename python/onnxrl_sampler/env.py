@@ -167,6 +167,28 @@ class Env:
         if st:
             _lib.raise_status(st)
 
+    def log_returns_batch(self, episode_ids: Sequence[str], rewards: Any) -> None:
+        """log_returns for n episodes in one call (``rewards[i]`` to ``episode_ids[i]``), for a
+        vectorized simulator: one call into the library instead of n.
+
+        Args:
+            episode_ids: n ids of running episodes.
+            rewards: n finite numbers (a sequence or an array; converted to float64).
+
+        Every reward is checked before any is logged. If episode i fails, the exception names
+        it and the episodes before i have their rewards logged.
+        """
+        h = self._handle()
+        r = np.ascontiguousarray(rewards, dtype=np.float64)
+        if r.ndim != 1 or r.shape[0] != len(episode_ids):
+            raise ValueError(f"rewards: shape {r.shape} for {len(episode_ids)} episode ids")
+        n = len(episode_ids)
+        if n == 0:
+            return
+        st = self._lib.onnxrl_episode_log_returns_batch(h, self._id_array(episode_ids), n, data_ptr(r))
+        if st:
+            _lib.raise_status(st)
+
     def end_episode(self, episode_id: str, observation: np.ndarray, truncated: bool = False) -> None:
         """Ends the episode with its final observation.
 

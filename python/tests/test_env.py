@@ -218,3 +218,27 @@ def test_open_errors(lib, tmp_path):
         Env("cartpole_mlp", max_episodes=0)
     with pytest.raises(NotFoundError):
         Env("no_such_model")
+
+
+def test_log_returns_batch(lib, tmp_path):
+    """The rewards of one batch call land on each episode's own step; a bad reward logs none,
+    an unknown id stops the call there."""
+    out = str(tmp_path / "batch.jsonl")
+    with Env("cartpole_mlp", out=out, explore=False) as env:
+        ids = [env.start_episode("a"), env.start_episode("b")]
+        obs = np.stack([observation(0, 0), observation(1, 0)])
+        for t in range(3):
+            env.get_actions(ids, obs)
+            env.log_returns_batch(ids, [1.0 + t, 10.0 + t])
+        with pytest.raises(InvalidArgumentError, match=r"rewards\[1\]"):
+            env.log_returns_batch(ids, [1.0, float("nan")])
+        with pytest.raises(ValueError, match="shape"):
+            env.log_returns_batch(ids, [1.0])
+        with pytest.raises(NotFoundError, match="episode 1 of 2"):
+            env.log_returns_batch(["a", "nope"], np.array([100.0, 100.0]))
+        for i, eid in enumerate(ids):
+            env.end_episode(eid, obs[i])
+    by_eps: dict[int, list[float]] = {}
+    for (e, t), r in sorted(rows(out).items()):
+        by_eps.setdefault(e, []).append(r["rewards"])
+    assert sorted(by_eps.values()) == [[1.0, 2.0, 103.0], [10.0, 11.0, 12.0]]
