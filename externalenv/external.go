@@ -39,7 +39,7 @@ type Options struct {
 // The simulator-side methods are safe for concurrent use; the BaseEnv methods are for one
 // goroutine (the sampler's).
 type ExternalEnv struct {
-	c *core
+	base
 }
 
 // New returns an ExternalEnv with opts (see Options for the defaults).
@@ -50,18 +50,8 @@ func New(opts Options) (*ExternalEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ExternalEnv{c: c}, nil
+	return &ExternalEnv{base{c}}, nil
 }
-
-// NumEnvs is the number of sub-environments of the BaseEnv (MaxConcurrentEpisodes), for the
-// sampler's configuration.
-func (e *ExternalEnv) NumEnvs() int { return e.c.maxEpisodes }
-
-// ObservationSpace returns the observation space.
-func (e *ExternalEnv) ObservationSpace() spaces.Space { return e.c.obsSpace }
-
-// ActionSpace returns the action space.
-func (e *ExternalEnv) ActionSpace() spaces.Space { return e.c.actSpace }
 
 // BaseEnv returns e as an env.BaseEnv (e implements it itself).
 func (e *ExternalEnv) BaseEnv() env.BaseEnv { return e }
@@ -70,12 +60,6 @@ func (e *ExternalEnv) BaseEnv() env.BaseEnv { return e }
 // When run returns or panics, the next Poll returns a *RunLoopError. Start may be called once.
 func (e *ExternalEnv) Start(ctx context.Context, run func(ctx context.Context, e *ExternalEnv) error) {
 	e.c.start(ctx, func(ctx context.Context) error { return run(ctx, e) })
-}
-
-// StartEpisode starts an episode and returns its id: id itself, or a new UUID when id is "".
-// With trainingEnabled false the episode runs but leaves no rows in the sample batches.
-func (e *ExternalEnv) StartEpisode(id string, trainingEnabled bool) (string, error) {
-	return e.c.startEpisode(id, trainingEnabled)
 }
 
 // GetAction reports obs for episode id and blocks until the sampler answers with the action
@@ -232,25 +216,3 @@ func (e *ExternalEnv) end(id string, obs []float32, kind endKind) error {
 	}
 	return nil
 }
-
-// Poll appends the pending observations (at most MaxBatch), blocking until there is at least
-// one, the run loop ended (*RunLoopError, once the observations it reported have been
-// polled) or Stop was called (ErrStopped). See the package documentation for what the
-// observations carry.
-func (e *ExternalEnv) Poll(dst *env.Batch) error { return e.c.poll(dst) }
-
-// SendActions answers the observations of the last Poll: each action goes to its waiting
-// GetAction caller (copied); the actions for LogAction observations are dropped. An action
-// for an agent that waits for none, or of the wrong length, is an error wrapping
-// env.ErrBadActions, and so is a polled observation left without an action.
-func (e *ExternalEnv) SendActions(actions []env.Action) error { return e.c.sendActions(actions) }
-
-// TryReset is a no-op returning async=true: the episode that runs next in sub-environment
-// id starts with the simulator's next StartEpisode, reported by a later Poll.
-func (e *ExternalEnv) TryReset(id env.EnvID, _ env.Seed, _ *env.Batch) (bool, error) {
-	return e.c.tryReset(id)
-}
-
-// Stop releases everything: blocked Poll and GetAction calls return ErrStopped, as does every
-// later call, and the run loop's context is cancelled. It does not wait for the run loop.
-func (e *ExternalEnv) Stop() error { return e.c.stop() }

@@ -39,7 +39,7 @@ type MultiAgentOptions struct {
 // The simulator-side methods are safe for concurrent use; the BaseEnv methods are for one
 // goroutine (the sampler's). See the package documentation for what Poll reports.
 type ExternalMultiAgentEnv struct {
-	c *core
+	base
 }
 
 // NewMultiAgent returns an ExternalMultiAgentEnv with opts (see MultiAgentOptions for the
@@ -51,18 +51,8 @@ func NewMultiAgent(opts MultiAgentOptions) (*ExternalMultiAgentEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ExternalMultiAgentEnv{c: c}, nil
+	return &ExternalMultiAgentEnv{base{c}}, nil
 }
-
-// NumEnvs is the number of sub-environments of the BaseEnv (MaxConcurrentEpisodes), for the
-// sampler's configuration.
-func (e *ExternalMultiAgentEnv) NumEnvs() int { return e.c.maxEpisodes }
-
-// ObservationSpace returns the observation space of every agent.
-func (e *ExternalMultiAgentEnv) ObservationSpace() spaces.Space { return e.c.obsSpace }
-
-// ActionSpace returns the action space of every agent.
-func (e *ExternalMultiAgentEnv) ActionSpace() spaces.Space { return e.c.actSpace }
 
 // BaseEnv returns e as an env.BaseEnv (e implements it itself).
 func (e *ExternalMultiAgentEnv) BaseEnv() env.BaseEnv { return e }
@@ -71,12 +61,6 @@ func (e *ExternalMultiAgentEnv) BaseEnv() env.BaseEnv { return e }
 // When run returns or panics, the next Poll returns a *RunLoopError. Start may be called once.
 func (e *ExternalMultiAgentEnv) Start(ctx context.Context, run func(ctx context.Context, e *ExternalMultiAgentEnv) error) {
 	e.c.start(ctx, func(ctx context.Context) error { return run(ctx, e) })
-}
-
-// StartEpisode starts an episode and returns its id: id itself, or a new UUID when id is "".
-// With trainingEnabled false the episode runs but leaves no rows in the sample batches.
-func (e *ExternalMultiAgentEnv) StartEpisode(id string, trainingEnabled bool) (string, error) {
-	return e.c.startEpisode(id, trainingEnabled)
 }
 
 // checkObs checks a map of observations outside any lock.
@@ -356,27 +340,3 @@ func (e *ExternalMultiAgentEnv) end(id string, obs map[env.AgentID][]float32, ki
 	}
 	return nil
 }
-
-// Poll appends the pending observations (at most MaxBatch), blocking until there is at least
-// one, the run loop ended (*RunLoopError, once the observations it reported have been
-// polled) or Stop was called (ErrStopped). See the package documentation for what the
-// observations carry.
-func (e *ExternalMultiAgentEnv) Poll(dst *env.Batch) error { return e.c.poll(dst) }
-
-// SendActions answers the observations of the last Poll: the actions of a GetAction's agents
-// go to its caller (copied) once all are in; the actions for LogAction observations are
-// dropped. An action for an agent that waits for none, or of the wrong length, is an error
-// wrapping env.ErrBadActions, and so is a polled observation left without an action.
-func (e *ExternalMultiAgentEnv) SendActions(actions []env.Action) error {
-	return e.c.sendActions(actions)
-}
-
-// TryReset is a no-op returning async=true: the episode that runs next in sub-environment
-// id starts with the simulator's next StartEpisode, reported by a later Poll.
-func (e *ExternalMultiAgentEnv) TryReset(id env.EnvID, _ env.Seed, _ *env.Batch) (bool, error) {
-	return e.c.tryReset(id)
-}
-
-// Stop releases everything: blocked Poll and GetAction calls return ErrStopped, as does every
-// later call, and the run loop's context is cancelled. It does not wait for the run loop.
-func (e *ExternalMultiAgentEnv) Stop() error { return e.c.stop() }
