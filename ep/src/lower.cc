@@ -110,8 +110,24 @@ void LowerDense(const OrtNode* n, Plan& p, bool gemm) {
         s.w[k * s.N + j] = alpha * v;
       }
     }
+    if (Present(ins, 2) && !IsConstant(ins[2])) {
+      // A runtime C (the runtime's MatMul+Add fusion makes these): Dense, then a broadcast Add.
+      if (beta != 1.0f) Unsupported("Gemm with a non-constant C and beta != 1");
+      int c = In(p, ins[2]);
+      int tmp = p.Id(ValueName(outs.at(0)) + "/onnxrl_gemm_ab");
+      s.in = {a};
+      s.out = {tmp};
+      p.steps.push_back(std::move(s));
+      Step add;
+      add.op = Op::kBinary;
+      add.code = kBinAdd;
+      add.node = NodeName(n);
+      add.in = {tmp, c};
+      add.out = {Out(p, outs.at(0))};
+      p.steps.push_back(std::move(add));
+      return;
+    }
     if (Present(ins, 2)) {
-      if (!IsConstant(ins[2])) Unsupported("Gemm's C input is not a constant initializer");
       ConstTensor c = ReadConstant(ins[2]);
       if (c.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) Unsupported("Gemm's C is not float32");
       int64_t sz = c.size();
