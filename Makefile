@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models fuzz clean
+.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models ep-graphs fuzz clean
 
 all: build
 
@@ -25,12 +25,14 @@ vet:
 	$(GO) vet ./...
 
 # Everything: go vet, the Go tests with the race detector, and the native build with CTest.
+# The native build comes first: the Go tests of device "native" load build/lib/libonnxrl_ep.so.
 test: go-test native-test
 
-go-test: onnxruntime vet
+go-test: onnxruntime native vet
 	$(GO) test -race -count=1 ./...
 
-# The native build (CMakeLists.txt): libonnxrl_sampler.so, the C++ example, the C tests.
+# The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
+# (build/lib/libonnxrl_ep.so), the C++ example, the C and C++ tests.
 BUILD_DIR ?= build
 native: native-tools
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
@@ -61,6 +63,10 @@ fuzz:
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
 	bash models/export/run.sh
+
+# Re-export the native provider's randomized test graphs (inference/testdata/native).
+ep-graphs:
+	bash models/export/run.sh --ep-graphs
 
 clean:
 	rm -rf bin $(BUILD_DIR)
