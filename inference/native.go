@@ -78,6 +78,15 @@ func registerNative(path string) error {
 	return nil
 }
 
+// EnsureNative registers the provider library found by the look-up unless one is registered
+// (sessions on device "native" call it). The error wraps ErrNativeNotFound when there is none.
+func EnsureNative() error {
+	if err := Init(); err != nil {
+		return err
+	}
+	return ensureNative()
+}
+
 // ensureNative registers the looked-up library unless one is registered.
 func ensureNative() error {
 	nativeMu.Lock()
