@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models ep-graphs fuzz clean
+.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz clean
 
 all: build
 
@@ -63,6 +63,11 @@ fuzz:
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
 	bash models/export/run.sh
+
+# Load the native provider into the newest onnxruntime-node release from the npm registry
+# (or VERSION=x.y.z): the version handshake and a model's outputs (needs the network).
+check-ep-runtime: native
+	bash scripts/check-ep-runtime.sh $(VERSION)
 
 # Re-export the native provider's randomized test graphs (inference/testdata/native).
 ep-graphs:

@@ -68,6 +68,10 @@ func NativeLibraryPath() string {
 }
 
 func registerNative(path string) error {
+	// The runtime resolves a relative path against its own directory: make it absolute.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	if err := capiOpen(LibraryPath()); err != nil {
 		return fmt.Errorf("inference: reaching the runtime's C API: %w", err)
 	}
