@@ -54,6 +54,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./spaces/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadBytes$$' -fuzztime $(FUZZTIME) ./inference/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDevice$$' -fuzztime $(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./envrunner/output/
 	$(GO) test -run '^$$' -fuzz '^FuzzAgentChain$$' -fuzztime $(FUZZTIME) ./connectors/

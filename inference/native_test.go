@@ -303,3 +303,21 @@ func TestNativeSplitsAroundUnsupported(t *testing.T) {
 	assert.Equal(t, []string{"Sin"}, nodesOn(subs, "CPUExecutionProvider"), "the record: %+v", subs)
 	assert.Equal(t, 2, groups, "two partitions around Sin: %+v", subs)
 }
+
+// FuzzParseDevice: any string parses or fails cleanly, and a parsed device's String parses back
+// to the same device.
+func FuzzParseDevice(f *testing.F) {
+	for _, s := range []string{"", "cpu", "cuda:1", "native", "native:cuda:3", "native:host", "native:", "tensorrt:x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDevice(s)
+		if err != nil {
+			return
+		}
+		back, err := ParseDevice(d.String())
+		if err != nil || back != d {
+			t.Fatalf("%q parsed to %+v, whose String %q parses to %+v (%v)", s, d, d.String(), back, err)
+		}
+	})
+}

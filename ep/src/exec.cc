@@ -142,7 +142,11 @@ void Executor::Infer(Run& r) {
           case CopyKind::kUnsqueeze: {
             size_t rank = a.size() + s.ints.size();
             std::vector<bool> ins(rank, false);
-            for (int64_t ax : s.ints) ins[NormAxis(ax, rank, s)] = true;
+            for (int64_t ax : s.ints) {
+              int64_t x = NormAxis(ax, rank, s);
+              if (ins[x]) fail("repeated axes");
+              ins[x] = true;
+            }
             size_t j = 0;
             for (size_t i = 0; i < rank; i++) o.push_back(ins[i] ? 1 : a.at(j++));
             break;
@@ -167,6 +171,14 @@ void Executor::Infer(Run& r) {
       }
       case Op::kTranspose: {
         const auto& a = in(0);
+        if (!s.ints.empty()) {
+          std::vector<bool> seen(a.size(), false);
+          if (s.ints.size() != a.size()) fail("perm's length differs from the input's rank");
+          for (int64_t pd : s.ints) {
+            if (pd < 0 || pd >= static_cast<int64_t>(a.size()) || seen[pd]) fail("perm is not a permutation");
+            seen[pd] = true;
+          }
+        }
         std::vector<int64_t> o(a.size());
         for (size_t d = 0; d < a.size(); d++) {
           int64_t pd = s.ints.empty() ? static_cast<int64_t>(a.size() - 1 - d) : s.ints.at(d);
@@ -294,6 +306,8 @@ Run& Executor::Resolve(const std::vector<const int64_t*>& dims, const std::vecto
     }
     if (same) return r;
   }
+  // A bounded cache: a caller cycling through many shapes re-plans the oldest ones.
+  if (runs_.size() >= kMaxRuns) runs_.erase(runs_.begin());
   Run r;
   for (size_t i = 0; i < dims.size(); i++) {
     r.key.push_back(static_cast<int64_t>(ranks[i]));

@@ -110,6 +110,8 @@ class Executor {
   void Infer(Run& r);
   void Execute(Run& r);
 
+  static constexpr size_t kMaxRuns = 64;  // input signatures kept planned
+
   Plan plan_;
   std::mutex mu_;
   std::vector<Run> runs_;
