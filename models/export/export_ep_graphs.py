@@ -103,6 +103,21 @@ class Recurrent(nn.Module):
         return outs + (tuple(st) if self.kind == "lstm" else (st,))
 
 
+class BatchMajorState(nn.Module):
+    """A stacked GRU or LSTM whose state tensors are batch-major [batch, layers, hidden] at the
+    interface (transposed to the runtime's [layers, batch, hidden] and back inside)."""
+
+    def __init__(self, kind, obs, hidden, layers):
+        super().__init__()
+        self.inner = Recurrent(kind, obs, hidden, layers, 1)
+        self.kind = kind
+
+    def forward(self, obs, *state):
+        st = tuple(s.transpose(0, 1).contiguous() for s in state)
+        outs = self.inner(obs, *st)
+        return outs[:2] + tuple(s.transpose(0, 1) for s in outs[2:])
+
+
 def graphs():
     out = []
     for i, (hidden, act) in enumerate([((16,), nn.ReLU), ((64, 64), nn.Tanh), ((33, 7, 20), nn.Sigmoid),
@@ -122,6 +137,12 @@ def graphs():
             out.append(("%s_%d" % (kind, j), 400 + j + (10 if kind == "gru" else 0),
                         lambda k=kind, h=hidden, l=layers, s=seq: Recurrent(k, 4, h, l, s),
                         [("obs", obs_shape)] + states, ["logits", "value"] + souts))
+    for kind in ("lstm", "gru"):
+        states = [("h_in", [None, 2, 12])] + ([("c_in", [None, 2, 12])] if kind == "lstm" else [])
+        souts = ["h_out"] + (["c_out"] if kind == "lstm" else [])
+        out.append(("%s_batch_major_state" % kind, 500 + (1 if kind == "gru" else 0),
+                    lambda k=kind: BatchMajorState(k, 4, 12, 2), [("obs", [None, 4])] + states,
+                    ["logits", "value"] + souts))
     return out
 
 
