@@ -40,6 +40,10 @@ type Options struct {
 	// RecordAssignment keeps the runtime's record of which provider runs which node, for
 	// Session.Assignment.
 	RecordAssignment bool
+	// LogWarnings lets the session log the runtime's and the providers' warnings to stderr
+	// (for example why the native provider leaves a node to the CPU provider); by default only
+	// errors are logged.
+	LogWarnings bool
 }
 
 // CUDAOptions are the commonly used options of ONNX Runtime's CUDA execution provider.
@@ -226,6 +230,11 @@ func sessionOptions(dev Device, opts Options) (*ort.SessionOptions, error) {
 	case "native":
 		if err := appendNative(so, dev, opts); err != nil {
 			return fail(err)
+		}
+	}
+	if opts.LogWarnings {
+		if err := so.SetLogSeverityLevel(ort.LoggingLevelWarning); err != nil {
+			return fail(fmt.Errorf("inference: session log level: %w", err))
 		}
 	}
 	if opts.RecordAssignment {

@@ -20,9 +20,11 @@ type nodeJSON struct {
 }
 
 // providerAssignment opens a session of p on device and returns the runtime's own assignment
-// record (never a guess from the operator list).
+// record (never a guess from the operator list). The providers' warnings (why a node is left
+// to the CPU provider) go to stderr.
 func providerAssignment(p *models.Policy, device string) ([]assignmentJSON, error) {
-	sess, err := inference.NewSession(p.Model, inference.Options{Device: device, RecordAssignment: true, IntraOpThreads: 1})
+	sess, err := inference.NewSession(p.Model, inference.Options{Device: device, RecordAssignment: true,
+		LogWarnings: true, IntraOpThreads: 1})
 	if err != nil {
 		return nil, err
 	}
