@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models fuzz clean
+.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz clean
 
 all: build
 
@@ -25,13 +25,15 @@ vet:
 	$(GO) vet ./...
 
 # Everything: go vet, the Go tests with the race detector, the native build with CTest, and the
-# Python package's tests.
+# Python package's tests. The native build comes first: the Go tests of device "native" load
+# build/lib/libonnxrl_ep.so.
 test: go-test native-test python-test
 
-go-test: onnxruntime vet
+go-test: onnxruntime native vet
 	$(GO) test -race -count=1 ./...
 
-# The native build (CMakeLists.txt): libonnxrl_sampler.so, the C++ example, the C tests.
+# The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
+# (build/lib/libonnxrl_ep.so), the C++ example, the C and C++ tests.
 BUILD_DIR ?= build
 native: native-tools
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
@@ -71,6 +73,7 @@ FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./spaces/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadBytes$$' -fuzztime $(FUZZTIME) ./inference/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDevice$$' -fuzztime $(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./envrunner/output/
 	$(GO) test -run '^$$' -fuzz '^FuzzAgentChain$$' -fuzztime $(FUZZTIME) ./connectors/
@@ -80,6 +83,15 @@ fuzz:
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
 	bash models/export/run.sh
+
+# Load the native provider into the newest onnxruntime-node release from the npm registry
+# (or VERSION=x.y.z): the version handshake and a model's outputs (needs the network).
+check-ep-runtime: native
+	bash scripts/check-ep-runtime.sh $(VERSION)
+
+# Re-export the native provider's randomized test graphs (inference/testdata/native).
+ep-graphs:
+	bash models/export/run.sh --ep-graphs
 
 clean:
 	rm -rf bin $(BUILD_DIR)

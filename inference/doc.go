@@ -41,4 +41,13 @@
 // Options.Device chooses "cpu" (the default), "cuda[:id]" or "tensorrt[:id]". The library that
 // `make onnxruntime` installs is the CPU build; asking it for a GPU provider returns a
 // *ProviderError that names the library in use and how to get a GPU build.
+//
+// "native" is the project's own execution provider (libonnxrl_ep.so, built by `make native`
+// from ep/, loaded into the runtime as a plugin): its host backend runs the operators policies
+// use (dense layers with fused bias and activation, elementwise ops, softmax, the shape
+// operators, LSTM, GRU) and leaves the rest to the CPU provider. The library is registered on
+// first use (found through ONNXRL_EP_LIBRARY, the AlsoLookIn directories, the project's
+// build/lib, LD_LIBRARY_PATH) or explicitly with RegisterNative; Options.ProviderOptions go to
+// it (backend, device_id). With Options.RecordAssignment, Session.Assignment returns the
+// runtime's record of which provider runs which node.
 package inference

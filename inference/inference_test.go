@@ -281,7 +281,7 @@ func TestDevicesAndOptions(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 	yes := true
-	kv := cudaProviderOptions(Device{"cuda", 1}, Options{CUDA: CUDAOptions{EnableCUDAGraph: true, GPUMemLimit: 1 << 30,
+	kv := cudaProviderOptions(Device{Provider: "cuda", ID: 1}, Options{CUDA: CUDAOptions{EnableCUDAGraph: true, GPUMemLimit: 1 << 30,
 		ArenaExtendStrategy: "kSameAsRequested", CudnnConvAlgoSearch: "HEURISTIC", DoCopyInDefaultStream: &yes},
 		ProviderOptions: map[string]string{"tunable_op_enable": "1"}})
 	assert.Equal(t, map[string]string{"device_id": "1", "enable_cuda_graph": "1", "gpu_mem_limit": "1073741824",

@@ -16,7 +16,8 @@ const DefaultCapacity = 256
 // Options configures a Session. The zero value runs on the CPU with the runtime's defaults.
 type Options struct {
 	// Device selects the execution provider: "" or "cpu", "cuda" or "cuda:N", "tensorrt" or
-	// "tensorrt:N" (N is the device id, 0 when left out).
+	// "tensorrt:N" (N is the device id, 0 when left out), "native" (the project's own provider,
+	// libonnxrl_ep.so, host backend) or "native:cuda:N" (its CUDA backend).
 	Device string
 	// IntraOpThreads and InterOpThreads set the runtime's thread pools (0: the runtime's
 	// default, which uses every core; set IntraOpThreads to 1 when running one session per
@@ -33,9 +34,16 @@ type Options struct {
 	DimValues map[string]int64
 	// CUDA holds CUDA execution provider options, used when Device is cuda.
 	CUDA CUDAOptions
-	// ProviderOptions are passed verbatim to the CUDA or TensorRT provider (keys as in the
-	// ONNX Runtime documentation, for example "trt_fp16_enable": "1").
+	// ProviderOptions are passed verbatim to the CUDA, TensorRT or native provider (keys as in
+	// the ONNX Runtime documentation, for example "trt_fp16_enable": "1").
 	ProviderOptions map[string]string
+	// RecordAssignment keeps the runtime's record of which provider runs which node, for
+	// Session.Assignment.
+	RecordAssignment bool
+	// LogWarnings lets the session log the runtime's and the providers' warnings to stderr
+	// (for example why the native provider leaves a node to the CPU provider); by default only
+	// errors are logged.
+	LogWarnings bool
 }
 
 // CUDAOptions are the commonly used options of ONNX Runtime's CUDA execution provider.
@@ -55,18 +63,25 @@ type CUDAOptions struct {
 
 // Device is a parsed Options.Device.
 type Device struct {
-	Provider string // "cpu", "cuda" or "tensorrt"
+	Provider string // "cpu", "cuda", "tensorrt" or "native"
 	ID       int
+	Backend  string // native only: "host" or "cuda"
 }
 
 func (d Device) String() string {
-	if d.Provider == "cpu" {
+	switch {
+	case d.Provider == "cpu":
 		return "cpu"
+	case d.Provider == "native" && d.Backend == "host":
+		return "native"
+	case d.Provider == "native":
+		return fmt.Sprintf("native:%s:%d", d.Backend, d.ID)
 	}
 	return fmt.Sprintf("%s:%d", d.Provider, d.ID)
 }
 
-// ParseDevice parses a device string: "cpu", "cuda", "cuda:1", "tensorrt:0", ...
+// ParseDevice parses a device string: "cpu", "cuda", "cuda:1", "tensorrt:0", "native",
+// "native:cuda:0", ...
 func ParseDevice(s string) (Device, error) {
 	name, id, hasID := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
 	if name == "" {
@@ -74,6 +89,8 @@ func ParseDevice(s string) (Device, error) {
 	}
 	d := Device{Provider: name}
 	switch name {
+	case "native":
+		return parseNativeDevice(s, id, hasID)
 	case "cpu":
 		if hasID {
 			return d, fmt.Errorf("inference: device %q: cpu takes no device id", s)
@@ -81,7 +98,7 @@ func ParseDevice(s string) (Device, error) {
 		return d, nil
 	case "cuda", "tensorrt":
 	default:
-		return d, fmt.Errorf("inference: unknown device %q (want cpu, cuda[:id] or tensorrt[:id])", s)
+		return d, fmt.Errorf("inference: unknown device %q (want cpu, cuda[:id], tensorrt[:id], native or native:cuda[:id])", s)
 	}
 	if hasID {
 		n, err := strconv.Atoi(id)
@@ -209,6 +226,20 @@ func sessionOptions(dev Device, opts Options) (*ort.SessionOptions, error) {
 	case "tensorrt":
 		if err := appendTensorRT(so, dev, opts); err != nil {
 			return fail(&ProviderError{Provider: dev.String(), Library: LibraryPath(), Version: Version(), Err: err})
+		}
+	case "native":
+		if err := appendNative(so, dev, opts); err != nil {
+			return fail(err)
+		}
+	}
+	if opts.LogWarnings {
+		if err := so.SetLogSeverityLevel(ort.LoggingLevelWarning); err != nil {
+			return fail(fmt.Errorf("inference: session log level: %w", err))
+		}
+	}
+	if opts.RecordAssignment {
+		if err := so.AddSessionConfigEntry("session.record_ep_graph_assignment_info", "1"); err != nil {
+			return fail(fmt.Errorf("inference: recording the provider assignment: %w", err))
 		}
 	}
 	return so, nil

@@ -31,6 +31,9 @@ type inspectJSON struct {
 	Spec      *models.Spec      `json:"policy_spec"`
 	Source    string            `json:"policy_spec_source"`
 	Decisions []decisionJSON    `json:"decisions"`
+	// Assignment: with --device, which execution provider runs which nodes.
+	Device     string           `json:"device,omitempty"`
+	Assignment []assignmentJSON `json:"assignment,omitempty"`
 }
 
 type valueJSON struct {
@@ -48,8 +51,9 @@ type decisionJSON struct {
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[--json] MODEL | --list", stderr)
+	fs := newFlags("inspect", "[--json] [--device DEVICE] MODEL | --list", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	device := fs.String("device", "", "also open a session on this device (cpu, cuda[:N], tensorrt[:N], native, native:cuda[:N]) and show which provider runs which node")
 	list := fs.Bool("list", false, "list the bundled models")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -79,6 +83,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, d := range p.Decisions {
 		out.Decisions = append(out.Decisions, decisionJSON(d))
+	}
+	if *device != "" {
+		if _, err := inference.ParseDevice(*device); err != nil {
+			return usagef("--device: %v", err)
+		}
+		out.Device = *device
+		if out.Assignment, err = providerAssignment(p, *device); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -115,6 +128,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			v = "-"
 		}
 		fmt.Fprintf(stdout, "  %-18s %s\n  %-18s   (%s)\n", d.Role, v, "", d.Reason)
+	}
+	if out.Device != "" {
+		printAssignment(stdout, out.Device, out.Assignment)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.gae, "gae", false, "add advantages and value_targets (GAE) to the batches")
 	fs.Float64Var(&f.gamma, "gamma", 0.99, "GAE discount")
 	fs.Float64Var(&f.lambda, "lambda", 0.95, "GAE lambda")
-	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
+	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N], tensorrt[:N], native (the project's provider) or native:cuda[:N]")
 	fs.IntVar(&f.threads, "threads", 1, "ONNX Runtime intra-op threads per session (0: the runtime's default)")
 	fs.BoolVar(&f.remote, "remote", false, "step the sub-environments concurrently (RemoteVectorEnv)")
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")

@@ -58,7 +58,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.maxBatch, "max-batch", 0, "most observations answered by one batched inference (0: min(1024, --max-episodes))")
 	fs.DurationVar(&f.maxWait, "max-wait", 0, "once an observation is pending, wait this long for more to batch (0: answer what is pending)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per episode slot in a sample batch (with --out)")
-	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
+	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N], tensorrt[:N], native (the project's provider) or native:cuda[:N]")
 	fs.IntVar(&f.threads, "threads", 1, "ONNX Runtime intra-op threads per session (0: the runtime's default)")
 	fs.IntVar(&f.actWorkers, "act-workers", 0, "sessions that answer /v1/act requests at once (0: one per CPU)")
 	fs.StringVar(&f.maxBody, "max-body", "4MiB", "largest request body (413 beyond)")

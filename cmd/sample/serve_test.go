@@ -175,11 +175,15 @@ func TestServeEpisodes(t *testing.T) {
 		runtime bool
 	}{
 		{"bundled policy", nil, true},
+		{"bundled policy on the native provider", []string{"--device", "native"}, true},
 		{"random", []string{"--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.runtime {
 				needRuntime(t)
+			}
+			if len(tc.args) == 2 && tc.args[1] == "native" {
+				needNative(t)
 			}
 			out := filepath.Join(t.TempDir(), "served.jsonl")
 			p := startServe(t, append([]string{"--out", out, "--max-episodes", "16", "--fragment-length", "10"}, tc.args...)...)

@@ -2,7 +2,10 @@
 // nodes with typed inputs and outputs, serialized straight to the protobuf wire format.
 package onnxtest
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Element types (onnx.TensorProto.DataType).
 const (
@@ -23,17 +26,26 @@ type Value struct {
 	Names    []string
 }
 
-// Node is one operator: op_type with its inputs and outputs.
+// Node is one operator: op_type with its inputs and outputs, and an optional name.
 type Node struct {
 	Op      string
 	Inputs  []string
 	Outputs []string
+	Name    string
+}
+
+// Initializer is a constant float32 tensor of the graph.
+type Initializer struct {
+	Name string
+	Dims []int64
+	Data []float32
 }
 
 // Model is a whole model.
 type Model struct {
 	Inputs, Outputs []Value
 	Nodes           []Node
+	Initializers    []Initializer
 	Metadata        [][2]string
 	Opset           int64 // 0: 17
 }
@@ -49,10 +61,27 @@ func (m Model) Bytes() []byte {
 		for _, out := range n.Outputs {
 			nb = str(nb, 2, out)
 		}
+		if n.Name != "" {
+			nb = str(nb, 3, n.Name)
+		}
 		nb = str(nb, 4, n.Op)
 		graph = msg(graph, 1, nb)
 	}
 	graph = str(graph, 2, "test")
+	for _, in := range m.Initializers {
+		var tb []byte
+		for _, d := range in.Dims {
+			tb = varint(tb, 1, uint64(d))
+		}
+		tb = varint(tb, 2, Float32)
+		tb = str(tb, 8, in.Name)
+		raw := make([]byte, 0, 4*len(in.Data))
+		for _, f := range in.Data {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+		}
+		tb = msg(tb, 9, raw)
+		graph = msg(graph, 5, tb)
+	}
 	for _, v := range m.Inputs {
 		graph = msg(graph, 11, valueInfo(v))
 	}

@@ -21,4 +21,9 @@ if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch
 fi
 
+# --ep-graphs: the native provider's randomized test graphs instead (export_ep_graphs.py).
+if [ "${1:-}" = "--ep-graphs" ]; then
+    shift
+    exec "$PY" "$HERE/export_ep_graphs.py" "$@"
+fi
 exec "$PY" "$HERE/export_models.py" "$@"

@@ -1,0 +1,119 @@
+// The provider's arithmetic, element by element. The same source compiles as C++ for the host
+// backend and as CUDA C for the device backend (ONNXRL_HD marks functions for both), so the
+// host tests check the arithmetic the GPU runs. No state, no allocation, no library calls but
+// expf/logf.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define ONNXRL_HD __host__ __device__
+#else
+#define ONNXRL_HD
+#endif
+
+namespace onnxrl_ep {
+
+// Activations fused into a matrix multiply (and the unary elementwise ops).
+enum Act : int32_t {
+  kActNone = 0,
+  kActRelu,
+  kActLeakyRelu,
+  kActTanh,
+  kActSigmoid,
+  kActExp,
+  kActLog,
+  kActClip,
+  kActNeg,
+};
+
+// Binary elementwise ops.
+enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv };
+
+// Tanh: a rational approximation, odd numerator of degree 13 over an even denominator of
+// degree 6 on [-7.9053, 7.9053] (tanh rounds to +-1 in float32 beyond), a few ulp from the
+// exact value; written without branches so that host loops vectorize.
+ONNXRL_HD inline float Tanh(float x) {
+  const float lim = 7.90531110763549805f;
+  float c = x > lim ? lim : (x < -lim ? -lim : x);
+  float x2 = c * c;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = p * c;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  float r = p / q;
+  return (x < 0.0004f && x > -0.0004f) ? x : r;
+}
+
+// Sigmoid through Tanh: 1/(1+e^-x) = (1 + tanh(x/2)) / 2.
+ONNXRL_HD inline float Sigmoid(float x) { return 0.5f * Tanh(0.5f * x) + 0.5f; }
+
+// ApplyAct: a is LeakyRelu's alpha or Clip's minimum, b is Clip's maximum.
+ONNXRL_HD inline float ApplyAct(int32_t act, float x, float a, float b) {
+  switch (act) {
+    case kActRelu:
+      return x > 0.0f ? x : 0.0f;
+    case kActLeakyRelu:
+      return x >= 0.0f ? x : a * x;
+    case kActTanh:
+      return Tanh(x);
+    case kActSigmoid:
+      return Sigmoid(x);
+    case kActExp:
+      return expf(x);
+    case kActLog:
+      return logf(x);
+    case kActClip:
+      return x < a ? a : (x > b ? b : x);
+    case kActNeg:
+      return -x;
+    default:
+      return x;
+  }
+}
+
+ONNXRL_HD inline float ApplyBin(int32_t op, float x, float y) {
+  switch (op) {
+    case kBinAdd:
+      return x + y;
+    case kBinSub:
+      return x - y;
+    case kBinMul:
+      return x * y;
+    default:
+      return x / y;
+  }
+}
+
+// LstmCell: one hidden unit of one row, gates in ONNX order i, o, f, c (pre-activation sums,
+// biases included). Updates *c and returns the new h.
+ONNXRL_HD inline float LstmCell(float gi, float go, float gf, float gc, float* c) {
+  float i = Sigmoid(gi);
+  float o = Sigmoid(go);
+  float f = Sigmoid(gf);
+  float cand = Tanh(gc);
+  float cn = f * (*c) + i * cand;
+  *c = cn;
+  return o * Tanh(cn);
+}
+
+// GruGates: z and r from their pre-activation sums.
+ONNXRL_HD inline float GruGate(float g) { return Sigmoid(g); }
+
+// GruOut: the new hidden value from the update gate z, the candidate's pre-activation sum and
+// the previous hidden value.
+ONNXRL_HD inline float GruOut(float z, float hpre, float hprev) {
+  float cand = Tanh(hpre);
+  return (1.0f - z) * cand + z * hprev;
+}
+
+}  // namespace onnxrl_ep

@@ -1,0 +1,70 @@
+package inference
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// BenchmarkNativeVsCPU runs the bundled MLP and LSTM policies through the CPU provider and the
+// native provider's host backend, alternating run by run in one loop (both single-threaded:
+// IntraOpThreads 1 for the CPU provider; the host backend uses one thread), and reports each
+// one's time per run and the ratio native/cpu.
+func BenchmarkNativeVsCPU(b *testing.B) {
+	needNative(b)
+	for _, model := range []string{"cartpole_mlp", "lstm_policy"} {
+		m, err := LoadFile("../models/" + model + ".onnx")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{1, 256, 4096} {
+			b.Run(fmt.Sprintf("%s/batch=%d", model, n), func(b *testing.B) {
+				cpu, err := NewSession(m, Options{Capacity: n, IntraOpThreads: 1, InterOpThreads: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cpu.Close()
+				nat, err := NewSession(m, Options{Device: "native", Capacity: n, IntraOpThreads: 1, InterOpThreads: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer nat.Close()
+				if err := cpu.SetBatch(n); err != nil {
+					b.Fatal(err)
+				}
+				if err := nat.SetBatch(n); err != nil {
+					b.Fatal(err)
+				}
+				fillInputs(b, rand.New(rand.NewSource(1)), cpu, nat)
+				for i := 0; i < 3; i++ { // warm both
+					if err := cpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+					if err := nat.Run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				var tc, tn time.Duration
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					if err := cpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					if err := nat.Run(); err != nil {
+						b.Fatal(err)
+					}
+					t2 := time.Now()
+					tc += t1.Sub(t0)
+					tn += t2.Sub(t1)
+				}
+				b.ReportMetric(float64(tc.Nanoseconds())/float64(b.N), "cpu-ns/run")
+				b.ReportMetric(float64(tn.Nanoseconds())/float64(b.N), "native-ns/run")
+				b.ReportMetric(float64(tn)/float64(tc), "native/cpu")
+			})
+		}
+	}
+}
