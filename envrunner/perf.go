@@ -18,11 +18,21 @@ const (
 	phAction
 	phEnvWait
 	phRender
-	phOutput // building sample batches (Take), folded into the next step
+	phOutput // building sample batches (Take)
 )
 
 // add adds d to the current step's time of phase ph.
 func (s *perfStats) add(ph int, d time.Duration) { s.step[ph] += d }
+
+// addOutput adds d, a Take's time, to the output phase: straight into the sums (so a
+// reader between steps sees it at once), or into the current step for moving averages.
+func (s *perfStats) addOutput(d time.Duration) {
+	if s.ema == 0 {
+		s.output += d.Seconds()
+		return
+	}
+	s.step[phOutput] += d
+}
 
 // endStep folds the step's phase times into the sums (or moving averages), once per step as
 // RLlib's _PerfStats does, however many chunks or policies the step ran.

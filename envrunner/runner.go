@@ -327,7 +327,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
 		dst.Policy(p.id)
 	}
-	r.perf.add(phOutput, time.Since(t0))
+	r.perf.addOutput(time.Since(t0))
 	r.cb.OnSampleResult(r, dst)
 }
 
