@@ -23,6 +23,7 @@ func PlotThroughput(path string, sums []Summary) error {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Centimeter, -vg.Centimeter/2
 	series := map[string][]Summary{}
 	var names []string
 	for _, s := range sums {
@@ -66,6 +67,9 @@ func PlotThroughput(path string, sums []Summary) error {
 		p.Legend.Add(k, line, points)
 	}
 	p.Add(plotter.NewGrid())
+	// Headroom above the lines for the legend: two decades on the log scale, one row each.
+	p.Y.Min = math.Max(1, p.Y.Min/2)
+	p.Y.Max *= math.Pow(10, 0.25*float64(len(names)+1))
 	return p.Save(18*vg.Centimeter, 12*vg.Centimeter, path)
 }
 
@@ -94,10 +98,13 @@ func PlotBreakdown(path string, sums []Summary) error {
 	p := plot.New()
 	p.Title.Text = "sample bench: where a runner step goes"
 	p.Y.Label.Text = "share of a step (%)"
-	p.Y.Min, p.Y.Max = 0, 100
+	// Room above the bars for the legend; ticks only up to 100%.
+	p.Y.Min, p.Y.Max = 0, 100+float64(len(PhaseNames))*16
+	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"},
+		{Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
 	labels := make([]string, len(ran))
 	for i, s := range ran {
-		labels[i] = fmt.Sprintf("%s %s w%d n%d", s.Env, s.Device, s.Workers, s.NumEnvs)
+		labels[i] = fmt.Sprintf("%s %s %s w%d n%d", s.Env, s.Model, s.Device, s.Workers, s.NumEnvs)
 	}
 	width := vg.Points(math.Max(6, math.Min(24, 400/float64(len(ran)))))
 	var below *plotter.BarChart
@@ -119,8 +126,8 @@ func PlotBreakdown(path string, sums []Summary) error {
 		p.Add(bc)
 		p.Legend.Add(PhaseNames[ph], bc)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = false
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Centimeter, -vg.Centimeter/2
 	p.NominalX(labels...)
 	p.X.Tick.Label.Rotation = math.Pi / 2
 	p.X.Tick.Label.XAlign = draw.XRight
