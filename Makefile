@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools vet race bench onnxruntime models fuzz clean
+.PHONY: all build run test go-test native native-test native-tools python-numpy vet race bench onnxruntime models fuzz clean
 
 all: build
 
@@ -27,8 +27,14 @@ vet:
 # Everything: go vet, the Go tests with the race detector, and the native build with CTest.
 test: go-test native-test
 
-go-test: onnxruntime vet
+go-test: onnxruntime vet python-numpy
 	$(GO) test -race -count=1 ./...
+
+# Debian's NumPy for /usr/bin/python3, when missing: the NumPy reference sampler that
+# sample bench --vs is tested against (benchmarks/baselines/).
+python-numpy:
+	@/usr/bin/python3 -c 'import numpy' 2>/dev/null || \
+		{ apt-get update && apt-get install -y --no-install-recommends python3-numpy; }
 
 # The native build (CMakeLists.txt): libonnxrl_sampler.so, the C++ example, the C tests.
 BUILD_DIR ?= build
