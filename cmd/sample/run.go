@@ -49,7 +49,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlags("run", runArgs, stderr)
 	fs.StringVar(&f.env, "env", "CartPole-v1", "registered environment name (see 'sample run --list-envs')")
-	fs.StringVar(&f.envConfig, "env-config", "", "environment config as key=value,key=value")
+	fs.StringVar(&f.envConfig, "env-config", "", "environment config: a JSON object, or key=value,key=value (values may be JSON)")
 	fs.StringVar(&f.model, "model", "", "policy: an .onnx path, a bundled model name, or 'random' (default: the env's bundled policy)")
 	fs.IntVar(&f.numEnvs, "num-envs", 1, "sub-environments in all (split over the workers)")
 	fs.IntVar(&f.workers, "workers", 1, "runners working in parallel, each with its own sub-environments and session")
