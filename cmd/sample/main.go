@@ -77,13 +77,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "sample %s: %v\n", c.name, oneLine(err.Error()))
+		if errors.Is(err, errInterrupted) {
+			return 130 // 128 + SIGINT, as shells report it
+		}
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return 2
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "sample: unknown command %q\n", args[0])
+	names := make([]string, 0, len(commands()))
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(stderr, "sample: unknown command %q%s\n", args[0], didYouMean(args[0], names))
 	usage(stderr)
 	return 2
 }
@@ -120,7 +127,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{err.Error() + suggestFlag(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

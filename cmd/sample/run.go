@@ -72,17 +72,20 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.remote, "remote", false, "step the sub-environments concurrently (RemoteVectorEnv)")
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
-	fs.BoolVar(&f.progress, "progress", true, "show progress while running (only when stdout is a terminal)")
-	listEnvs := fs.Bool("list-envs", false, "list the registered environments and exit")
+	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr while running (only when stderr is a terminal)")
+	listEnvsFlag := fs.Bool("list-envs", false, "list the registered environments with their spaces and default policy, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	if *listEnvs {
+	if *listEnvsFlag {
 		return nil, errListEnvs
 	}
 	if len(pos) > 0 {
 		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	if err := checkRunFlags(fs, f); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.numEnvs < 1:
@@ -341,10 +344,7 @@ type runSummary struct {
 func runRun(args []string, stdout, stderr io.Writer) error {
 	f, err := parseRunFlags(args, stderr)
 	if errors.Is(err, errListEnvs) {
-		for _, n := range env.Names() {
-			fmt.Fprintln(stdout, n)
-		}
-		return nil
+		return listEnvs(stdout)
 	}
 	if err != nil {
 		return err
@@ -386,8 +386,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
-	if f.progress && !f.jsonOut && isTerminal(stdout) {
-		go showProgress(stdout, s.group, f, done)
+	if f.progress && isTerminal(stderr) {
+		go showProgress(stderr, s.group, f, done)
 	} else {
 		close(done)
 		done = nil
@@ -412,10 +412,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	sum.Out, sum.Batches, sum.Rows = files, batches, rows
 	sum.Interrupted = ctx.Err() != nil
 	if f.jsonOut {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(sum)
+		if err := json.NewEncoder(stdout).Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(stdout, sum)
 	}
-	printSummary(stdout, sum)
+	if sum.Interrupted {
+		return errInterrupted // exit status 130, after the summary
+	}
 	return nil
 }
 
