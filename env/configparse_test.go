@@ -11,9 +11,9 @@ import (
 
 func TestParseConfig(t *testing.T) {
 	for in, want := range map[string]env.Config{
-		"":                     {},
-		"a=1,b=x":              {"a": "1", "b": "x"},
-		` a = 1 , b = "x,y" `:  {"a": "1", "b": `"x,y"`},
+		"":                    {},
+		"a=1,b=x":             {"a": "1", "b": "x"},
+		` a = 1 , b = "x,y" `: {"a": "1", "b": `"x,y"`},
 		`observation_space={"type":"Box","low":-1,"high":1,"shape":[3]},episode_len=10`: {
 			"observation_space": `{"type":"Box","low":-1,"high":1,"shape":[3]}`, "episode_len": "10"},
 		`{"num_agents": 3, "observation_space": {"type": "Discrete", "n": 4}}`: {
