@@ -15,13 +15,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/env"
 	_ "github.com/onnxrl/sampler/env/classic" // registers the classic environments
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/inference"
-	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -41,6 +39,7 @@ type runFlags struct {
 	seed                                                                uint64
 	explore, normalize, clip, gae, jsonOut, remote, restart, progress   bool
 	gamma, lambda                                                       float64
+	policies, policyMap                                                 repeated // --policy ID=MODEL, --policy-map AGENT=ID
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -73,6 +72,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr while running (only when stderr is a terminal)")
+	fs.Var(&f.policies, "policy", "ID=MODEL: a policy by id (repeatable; with --policy-map for multi-agent envs; instead of --model)")
+	fs.Var(&f.policyMap, "policy-map", "AGENT=ID: agents whose id matches the glob AGENT act with policy ID (repeatable; the first match wins)")
 	listEnvsFlag := fs.Bool("list-envs", false, "list the registered environments with their spaces and default policy, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -187,8 +188,7 @@ func probeEnv(name string, cfg env.Config) (*envInfo, error) {
 type runSetup struct {
 	f       *runFlags
 	info    *envInfo
-	policy  *models.Policy // nil for random
-	model   string         // what to call the model in the summary
+	model   string // what to call the model in the summary
 	group   *envrunner.Group
 	cleanup []func()
 }
@@ -216,28 +216,11 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 	if _, err := inference.ParseDevice(f.device); err != nil {
 		return nil, usagef("--device: %v", err)
 	}
-	model := f.model
-	if model == "" {
-		var ok bool
-		if model, ok = defaultModels[f.env]; !ok {
-			return nil, usagef("no bundled policy for %s; pass --model PATH or --model random", f.env)
-		}
+	pols, mapping, model, err := runPolicies(f, s.info)
+	if err != nil {
+		return nil, err
 	}
 	s.model = model
-	pc := envrunner.PolicyConfig{ObservationSpace: s.info.obs, ActionSpace: s.info.act,
-		Action: connectors.ActionConfig{Explore: f.explore, NormalizeActions: f.normalize, ClipActions: f.clip}}
-	if model == "random" {
-		pc.Random = true
-	} else {
-		if err := inference.Init(); err != nil {
-			return nil, err
-		}
-		if s.policy, err = loadPolicy(model); err != nil {
-			return nil, err
-		}
-		pc.Policy = s.policy
-		pc.Session = inference.Options{Device: f.device, IntraOpThreads: f.threads, InterOpThreads: 1}
-	}
 	var gae *envrunner.GAE
 	if f.gae {
 		gae = &envrunner.GAE{Gamma: f.gamma, Lambda: f.lambda}
@@ -260,7 +243,7 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 			return nil, err
 		}
 		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: f.seed, Worker: w,
-			Policies:       map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc},
+			Policies: pols, PolicyMapping: mapping,
 			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
 			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
 		r, err := envrunner.New(rc)
