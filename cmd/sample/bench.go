@@ -295,6 +295,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 // paths.
 func writeBenchOutputs(dir string, meta bench.Meta, runs []bench.Run, sums []bench.Summary) ([]string, error) {
 	var files []string
+	var plotErrs []error
 	csvPath := filepath.Join(dir, "results.csv")
 	if err := writeFile(csvPath, func(w io.Writer) error { return bench.WriteCSV(w, runs) }); err != nil {
 		return files, err
@@ -308,8 +309,10 @@ func writeBenchOutputs(dir string, meta bench.Meta, runs []bench.Run, sums []ben
 		if len(runs) == 0 {
 			break
 		}
+		// A plot that fails costs only itself: the report and the CSV are still written.
 		if err := p.plot(path, sums); err != nil {
-			return files, fmt.Errorf("%s: %w", path, err)
+			plotErrs = append(plotErrs, fmt.Errorf("%s: %w", path, err))
+			continue
 		}
 		meta.Plots = append(meta.Plots, p.name)
 		files = append(files, path)
@@ -318,7 +321,7 @@ func writeBenchOutputs(dir string, meta bench.Meta, runs []bench.Run, sums []ben
 	if err := writeFile(mdPath, func(w io.Writer) error { return bench.WriteReport(w, meta, sums) }); err != nil {
 		return files, err
 	}
-	return append(files, mdPath), nil
+	return append(files, mdPath), errors.Join(plotErrs...)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

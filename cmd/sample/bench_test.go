@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,4 +143,32 @@ func TestBenchVs(t *testing.T) {
 		"--warmup", "0s", "--duration", "30ms", "--out", dir, "--vs", `echo '{}'; true`)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errs, "no positive steps_per_sec")
+}
+
+// TestBenchInterrupt: SIGINT stops the bench after the current run; what was measured is
+// written and the exit status is 130.
+func TestBenchInterrupt(t *testing.T) {
+	needRuntime(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "bench", "--envs", "CartPole-v1", "--num-envs", "1,2,3,4", "--workers", "1",
+		"--repeats", "50", "--warmup", "0s", "--duration", "100ms", "--out", dir)
+	cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond) // into the first configuration's repeats
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, 130, exit.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "interrupted")
+	fh, err := os.Open(filepath.Join(dir, "results.csv"))
+	require.NoError(t, err, stderr.String())
+	rows, err := csv.NewReader(fh).ReadAll()
+	fh.Close()
+	require.NoError(t, err)
+	assert.Greater(t, len(rows), 1, "the runs measured before the signal")
+	assert.Less(t, len(rows), 1+4*50, "not every run")
+	assert.FileExists(t, filepath.Join(dir, "report.md"))
 }

@@ -87,6 +87,13 @@ func TestOutputs(t *testing.T) {
 		assert.Greater(t, img.Bounds().Dx(), 100, name)
 	}
 	assert.Error(t, PlotThroughput(filepath.Join(dir, "x.png"), sums[2:]), "only skipped configurations: nothing to plot")
+	// One configuration: one point on each axis.
+	for name, plot := range map[string]func(string, []Summary) error{"one-throughput.png": PlotThroughput, "one-breakdown.png": PlotBreakdown} {
+		require.NoError(t, plot(filepath.Join(dir, name), sums[:1]), name)
+	}
+	one := sums[0]
+	one.Min = 0 // a run that measured nothing
+	require.NoError(t, PlotThroughput(filepath.Join(dir, "zero.png"), []Summary{one}))
 }
 
 func TestRate(t *testing.T) {

@@ -15,7 +15,8 @@ import (
 
 // PlotThroughput draws median steps/s against sub-environments (both axes logarithmic), one
 // line per configuration series, with min-max error bars, into a PNG file.
-func PlotThroughput(path string, sums []Summary) error {
+func PlotThroughput(path string, sums []Summary) (err error) {
+	defer recoverPlot(&err)
 	p := plot.New()
 	p.Title.Text = "sample bench: env steps/s"
 	p.X.Label.Text = "sub-environments"
@@ -39,6 +40,21 @@ func PlotThroughput(path string, sums []Summary) error {
 	if len(names) == 0 {
 		return fmt.Errorf("bench: nothing to plot")
 	}
+	// Explicit ranges: a log axis must stay above 0, and a single sub-environment count (or a
+	// single rate) would otherwise give an empty range that the plot widens below 0.
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, ss := range series {
+		for _, s := range ss {
+			xmin, xmax = math.Min(xmin, float64(s.NumEnvs)), math.Max(xmax, float64(s.NumEnvs))
+			ymin, ymax = math.Min(ymin, math.Min(s.Min, s.StepsPerSec)), math.Max(ymax, math.Max(s.Max, s.StepsPerSec))
+		}
+	}
+	if ymin <= 0 {
+		ymin = ymax / 1000
+	}
+	if ymin <= 0 {
+		return fmt.Errorf("bench: nothing to plot (no positive rate)")
+	}
 	for i, k := range names {
 		ss := series[k]
 		sort.Slice(ss, func(a, b int) bool { return ss[a].NumEnvs < ss[b].NumEnvs })
@@ -46,7 +62,8 @@ func PlotThroughput(path string, sums []Summary) error {
 		errs := make(plotter.YErrors, len(ss))
 		for j, s := range ss {
 			pts[j] = plotter.XY{X: float64(s.NumEnvs), Y: s.StepsPerSec}
-			errs[j] = struct{ Low, High float64 }{Low: s.StepsPerSec - s.Min, High: s.Max - s.StepsPerSec}
+			lo := math.Max(s.Min, ymin) // a log axis has no 0: a bar down to 0 stops at the axis
+			errs[j] = struct{ Low, High float64 }{Low: math.Max(0, s.StepsPerSec-lo), High: s.Max - s.StepsPerSec}
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
@@ -67,9 +84,9 @@ func PlotThroughput(path string, sums []Summary) error {
 		p.Legend.Add(k, line, points)
 	}
 	p.Add(plotter.NewGrid())
-	// Headroom above the lines for the legend: two decades on the log scale, one row each.
-	p.Y.Min = math.Max(1, p.Y.Min/2)
-	p.Y.Max *= math.Pow(10, 0.25*float64(len(names)+1))
+	p.X.Min, p.X.Max = xmin/1.5, xmax*1.5
+	// Headroom above the lines for the legend: a quarter of a decade per row.
+	p.Y.Min, p.Y.Max = ymin/2, ymax*math.Pow(10, 0.25*float64(len(names)+1))
 	return p.Save(18*vg.Centimeter, 12*vg.Centimeter, path)
 }
 
@@ -85,7 +102,8 @@ var phaseColors = []color.Color{
 
 // PlotBreakdown draws, per configuration, a stacked bar of a runner step's time by phase as
 // shares of the step (percent), into a PNG file.
-func PlotBreakdown(path string, sums []Summary) error {
+func PlotBreakdown(path string, sums []Summary) (err error) {
+	defer recoverPlot(&err)
 	var ran []Summary
 	for _, s := range sums {
 		if s.Skipped == "" && s.Phases.Total() > 0 {
@@ -134,4 +152,12 @@ func PlotBreakdown(path string, sums []Summary) error {
 	p.X.Tick.Label.YAlign = draw.YCenter
 	w := vg.Length(math.Max(18, 1.2*float64(len(ran))+8)) * vg.Centimeter
 	return p.Save(w, 14*vg.Centimeter, path)
+}
+
+// recoverPlot turns a panic inside the plotting library (it panics on some degenerate
+// ranges) into an error, so a report is never lost to a plot.
+func recoverPlot(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("bench: plotting failed: %v", r)
+	}
 }
