@@ -113,6 +113,7 @@ func TestBenchVs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(args), "--env\nCartPole-v1\n--model\n")
 	assert.Contains(t, string(args), "cartpole_mlp.onnx\n--num-envs\n2\n--workers\n1\n--device\ncpu\n")
+	assert.Contains(t, string(args), "--duration\n0.03\n--fragment-length\n200\n")
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| 1k (1k-1k) | ")

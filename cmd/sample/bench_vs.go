@@ -20,7 +20,7 @@ import (
 // the command is run by sh with these flags appended:
 //
 //	--env NAME --model PATH|random --num-envs N --workers N --device D --seed S
-//	--explore true|false --warmup SECONDS --duration SECONDS
+//	--explore true|false --warmup SECONDS --duration SECONDS --fragment-length N
 //
 // It steps for the warm-up, then for the duration, and prints as its last line on stdout one
 // JSON object: {"steps_per_sec": X, "env_steps": N, "seconds": S}, or {"skipped": "why"} for
@@ -94,7 +94,7 @@ func (v *vsSampler) run(ctx context.Context, c bench.Config) (run bench.Run, why
 	args := []string{"-c", v.command + ` "$@"`, "sh",
 		"--env", c.Env, "--model", model, "--num-envs", strconv.Itoa(c.NumEnvs), "--workers", strconv.Itoa(c.Workers),
 		"--device", c.Device, "--seed", strconv.FormatUint(v.f.seed, 10), "--explore", strconv.FormatBool(v.f.explore),
-		"--warmup", secs(v.f.warmup), "--duration", secs(v.f.duration)}
+		"--warmup", secs(v.f.warmup), "--duration", secs(v.f.duration), "--fragment-length", strconv.Itoa(v.f.fragment)}
 	cmd := exec.CommandContext(ctx, "sh", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
