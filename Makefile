@@ -29,7 +29,9 @@ vet:
 # build/lib/libonnxrl_ep.so.
 test: go-test native-test python-test
 
-go-test: onnxruntime native vet
+# The Python packages come first too: the NumPy reference sampler that sample bench --vs is
+# tested against (benchmarks/baselines/) needs NumPy.
+go-test: onnxruntime native vet python-deps
 	$(GO) test -race -count=1 ./...
 
 # The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
@@ -72,6 +74,7 @@ bench: onnxruntime
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./spaces/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./env/
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadBytes$$' -fuzztime $(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDevice$$' -fuzztime $(FUZZTIME) ./inference/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -15,17 +16,30 @@ import (
 // from the command line (strings, parsed on access by the typed getters).
 type Config map[string]any
 
-// ParseConfig parses "key=value,key=value" (the CLI's --env-config) into a Config of strings.
+// ParseConfig parses the CLI's --env-config: a JSON object ({"key": value, ...}, values
+// decoded as JSON), or "key=value,key=value" pairs whose values stay strings. A pair's value
+// may itself hold commas inside JSON brackets or quotes
+// (observation_space={"type":"Box","shape":[3]},episode_len=10).
 func ParseConfig(s string) (Config, error) {
 	cfg := Config{}
-	if strings.TrimSpace(s) == "" {
+	t := strings.TrimSpace(s)
+	if t == "" {
 		return cfg, nil
 	}
-	for _, kv := range strings.Split(s, ",") {
+	if strings.HasPrefix(t, "{") {
+		if err := json.Unmarshal([]byte(t), &cfg); err != nil {
+			return nil, fmt.Errorf("env: config JSON: %w", err)
+		}
+		if cfg == nil {
+			cfg = Config{}
+		}
+		return cfg, nil
+	}
+	for _, kv := range splitTopLevel(t) {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("env: config entry %q: want key=value", kv)
+			return nil, fmt.Errorf("env: config entry %q: want key=value (or a JSON object)", kv)
 		}
 		if _, dup := cfg[k]; dup {
 			return nil, fmt.Errorf("env: config key %q given twice", k)
@@ -33,6 +47,37 @@ func ParseConfig(s string) (Config, error) {
 		cfg[k] = strings.TrimSpace(v)
 	}
 	return cfg, nil
+}
+
+// splitTopLevel splits s at the commas that are outside JSON brackets, braces and strings.
+func splitTopLevel(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case (c == '}' || c == ']') && depth > 0:
+			depth--
+		case c == ',' && depth == 0:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
 }
 
 // Check returns an error naming the first key of c that is not among known.

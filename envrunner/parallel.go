@@ -201,6 +201,7 @@ func (g *Group) PerfStats() PerfStats {
 		s.MeanActionProcessingMs += w * p.MeanActionProcessingMs
 		s.MeanEnvWaitMs += w * p.MeanEnvWaitMs
 		s.MeanEnvRenderMs += w * p.MeanEnvRenderMs
+		s.MeanSampleOutputMs += w * p.MeanSampleOutputMs
 		total += w
 	}
 	if total > 0 {
@@ -209,6 +210,7 @@ func (g *Group) PerfStats() PerfStats {
 		s.MeanActionProcessingMs /= total
 		s.MeanEnvWaitMs /= total
 		s.MeanEnvRenderMs /= total
+		s.MeanSampleOutputMs /= total
 	}
 	return s
 }

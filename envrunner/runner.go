@@ -317,6 +317,7 @@ func (r *Runner) Ready() bool {
 // gets the episodes that ended. It does so whether or not the fragment is complete, so a
 // run's last partial fragment is taken the same way.
 func (r *Runner) Take(dst *MultiAgentBatch) {
+	t0 := time.Now()
 	if !r.complete {
 		r.cut()
 	}
@@ -326,6 +327,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
 		dst.Policy(p.id)
 	}
+	r.perf.addOutput(time.Since(t0))
 	r.cb.OnSampleResult(r, dst)
 }
 

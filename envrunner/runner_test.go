@@ -304,7 +304,7 @@ func TestPerfStats(t *testing.T) {
 			sampleBatches(t, r, 2)
 			ps := r.PerfStats()
 			for name, v := range map[string]float64{"raw_obs": ps.MeanRawObsProcessingMs, "inference": ps.MeanInferenceMs,
-				"action": ps.MeanActionProcessingMs, "env_wait": ps.MeanEnvWaitMs} {
+				"action": ps.MeanActionProcessingMs, "env_wait": ps.MeanEnvWaitMs, "sample_output": ps.MeanSampleOutputMs} {
 				assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s: %v", name, v)
 				assert.Positive(t, v, name)
 				assert.Less(t, v, 1000.0, "%s: %v ms per step", name, v)

@@ -35,8 +35,9 @@ type LibraryNotFoundError struct {
 }
 
 func (e *LibraryNotFoundError) Error() string {
-	return fmt.Sprintf("%v; tried: %s. Install it with `make onnxruntime` in the project root, "+
-		"or set %s to the path of libonnxruntime.so", ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
+	return fmt.Sprintf("%v; tried: %s. Install it with `sample runtime install` (into your cache directory), "+
+		"or `make onnxruntime` in the project's checkout, or set %s to the path of libonnxruntime.so",
+		ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
 }
 
 func (e *LibraryNotFoundError) Unwrap() error { return ErrLibraryNotFound }
@@ -129,6 +130,13 @@ func candidates() (try []string, tried []string) {
 			continue
 		}
 		try = append(try, p)
+	}
+	if p := userLibrary(); p != "" && !seen[p] {
+		if _, err := os.Stat(p); err != nil {
+			tried = append(tried, p+" (not installed: `sample runtime install`)")
+		} else {
+			try = append(try, p)
+		}
 	}
 	return append(try, systemLibraries...), tried
 }

@@ -4,6 +4,8 @@
 //	sample inspect MODEL                       inputs, outputs, metadata and the resolved policy spec
 //	sample infer --model M --input FILE        run a model on JSON inputs, print JSON outputs
 //	sample serve [--model M] [--addr A] ...    serve a policy over HTTP to external simulators (see sample serve -h)
+//	sample bench [--quick] [--out DIR] ...     throughput over a matrix of settings (see sample bench -h)
+//	sample runtime install [--from TGZ]        fetch the pinned ONNX Runtime (digest-checked) into the user cache
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -36,6 +38,8 @@ func commands() []command {
 		{"inspect", "show a model's inputs, outputs, metadata and resolved policy spec", runInspect},
 		{"infer", "run a model on inputs from a JSON file and print the outputs as JSON", runInfer},
 		{"serve", "serve a policy over HTTP to external simulators, recording their episodes", runServe},
+		{"runtime", "install the pinned ONNX Runtime into your cache directory (runtime install), or show where (runtime path)", runRuntime},
+		{"bench", "measure throughput over a matrix of settings; write report.md, CSV and plots", runBench},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }
@@ -73,13 +77,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "sample %s: %v\n", c.name, oneLine(err.Error()))
+		if errors.Is(err, errInterrupted) {
+			return 130 // 128 + SIGINT, as shells report it
+		}
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return 2
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "sample: unknown command %q\n", args[0])
+	names := make([]string, 0, len(commands()))
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(stderr, "sample: unknown command %q%s\n", args[0], didYouMean(args[0], names))
 	usage(stderr)
 	return 2
 }
@@ -116,7 +127,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{err.Error() + suggestFlag(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,14 +77,7 @@ func TestInferNative(t *testing.T) {
 	require.Len(t, nat["logits"], 4)
 	for k, want := range cpu {
 		for i := range want {
-			assert.InDelta(t, want[i], nat[k][i], 1e-5*max(1, abs(want[i])), "%s[%d]", k, i)
+			assert.InDelta(t, want[i], nat[k][i], 1e-5*max(1, math.Abs(want[i])), "%s[%d]", k, i)
 		}
 	}
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }

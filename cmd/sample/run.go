@@ -15,13 +15,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/env"
 	_ "github.com/onnxrl/sampler/env/classic" // registers the classic environments
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/inference"
-	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -41,6 +39,7 @@ type runFlags struct {
 	seed                                                                uint64
 	explore, normalize, clip, gae, jsonOut, remote, restart, progress   bool
 	gamma, lambda                                                       float64
+	policies, policyMap                                                 repeated // --policy ID=MODEL, --policy-map AGENT=ID
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -49,7 +48,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlags("run", runArgs, stderr)
 	fs.StringVar(&f.env, "env", "CartPole-v1", "registered environment name (see 'sample run --list-envs')")
-	fs.StringVar(&f.envConfig, "env-config", "", "environment config as key=value,key=value")
+	fs.StringVar(&f.envConfig, "env-config", "", "environment config: a JSON object, or key=value,key=value (values may be JSON)")
 	fs.StringVar(&f.model, "model", "", "policy: an .onnx path, a bundled model name, or 'random' (default: the env's bundled policy)")
 	fs.IntVar(&f.numEnvs, "num-envs", 1, "sub-environments in all (split over the workers)")
 	fs.IntVar(&f.workers, "workers", 1, "runners working in parallel, each with its own sub-environments and session")
@@ -72,17 +71,22 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.remote, "remote", false, "step the sub-environments concurrently (RemoteVectorEnv)")
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
-	fs.BoolVar(&f.progress, "progress", true, "show progress while running (only when stdout is a terminal)")
-	listEnvs := fs.Bool("list-envs", false, "list the registered environments and exit")
+	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr while running (only when stderr is a terminal)")
+	fs.Var(&f.policies, "policy", "ID=MODEL: a policy by id (repeatable; with --policy-map for multi-agent envs; instead of --model)")
+	fs.Var(&f.policyMap, "policy-map", "AGENT=ID: agents whose id matches the glob AGENT act with policy ID (repeatable; the first match wins)")
+	listEnvsFlag := fs.Bool("list-envs", false, "list the registered environments with their spaces and default policy, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return nil, err
 	}
-	if *listEnvs {
+	if *listEnvsFlag {
 		return nil, errListEnvs
 	}
 	if len(pos) > 0 {
 		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	if err := checkRunFlags(fs, f); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.numEnvs < 1:
@@ -184,8 +188,7 @@ func probeEnv(name string, cfg env.Config) (*envInfo, error) {
 type runSetup struct {
 	f       *runFlags
 	info    *envInfo
-	policy  *models.Policy // nil for random
-	model   string         // what to call the model in the summary
+	model   string // what to call the model in the summary
 	group   *envrunner.Group
 	cleanup []func()
 }
@@ -213,28 +216,11 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 	if _, err := inference.ParseDevice(f.device); err != nil {
 		return nil, usagef("--device: %v", err)
 	}
-	model := f.model
-	if model == "" {
-		var ok bool
-		if model, ok = defaultModels[f.env]; !ok {
-			return nil, usagef("no bundled policy for %s; pass --model PATH or --model random", f.env)
-		}
+	pols, mapping, model, err := runPolicies(f, s.info)
+	if err != nil {
+		return nil, err
 	}
 	s.model = model
-	pc := envrunner.PolicyConfig{ObservationSpace: s.info.obs, ActionSpace: s.info.act,
-		Action: connectors.ActionConfig{Explore: f.explore, NormalizeActions: f.normalize, ClipActions: f.clip}}
-	if model == "random" {
-		pc.Random = true
-	} else {
-		if err := inference.Init(); err != nil {
-			return nil, err
-		}
-		if s.policy, err = loadPolicy(model); err != nil {
-			return nil, err
-		}
-		pc.Policy = s.policy
-		pc.Session = inference.Options{Device: f.device, IntraOpThreads: f.threads, InterOpThreads: 1}
-	}
 	var gae *envrunner.GAE
 	if f.gae {
 		gae = &envrunner.GAE{Gamma: f.gamma, Lambda: f.lambda}
@@ -257,7 +243,7 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 			return nil, err
 		}
 		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: f.seed, Worker: w,
-			Policies:       map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc},
+			Policies: pols, PolicyMapping: mapping,
 			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
 			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
 		r, err := envrunner.New(rc)
@@ -341,10 +327,7 @@ type runSummary struct {
 func runRun(args []string, stdout, stderr io.Writer) error {
 	f, err := parseRunFlags(args, stderr)
 	if errors.Is(err, errListEnvs) {
-		for _, n := range env.Names() {
-			fmt.Fprintln(stdout, n)
-		}
-		return nil
+		return listEnvs(stdout)
 	}
 	if err != nil {
 		return err
@@ -386,8 +369,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
-	if f.progress && !f.jsonOut && isTerminal(stdout) {
-		go showProgress(stdout, s.group, f, done)
+	if f.progress && isTerminal(stderr) {
+		go showProgress(stderr, s.group, f, done)
 	} else {
 		close(done)
 		done = nil
@@ -412,10 +395,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	sum.Out, sum.Batches, sum.Rows = files, batches, rows
 	sum.Interrupted = ctx.Err() != nil
 	if f.jsonOut {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(sum)
+		if err := json.NewEncoder(stdout).Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(stdout, sum)
 	}
-	printSummary(stdout, sum)
+	if sum.Interrupted {
+		return errInterrupted // exit status 130, after the summary
+	}
 	return nil
 }
 

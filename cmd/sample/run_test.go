@@ -209,7 +209,7 @@ func TestRunBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown env", []string{"--env", "NoSuchEnv-v0"}, 1, "unknown environment"},
+		{"unknown env", []string{"--env", "NoSuchEnv-v0"}, 2, "unknown environment"},
 		{"model/env mismatch", []string{"--env", "Pendulum-v1", "--model", "cartpole_mlp"}, 1, "the model wants [batch,4]"},
 		{"garbage model", []string{"--model", garbage}, 1, "not an ONNX model"},
 		{"missing model", []string{"--model", filepath.Join(dir, "nope.onnx")}, 1, "no such file"},
@@ -240,7 +240,7 @@ func TestRunBadInput(t *testing.T) {
 }
 
 // TestRunSignal interrupts a long run with SIGINT: the run stops, writes every step it
-// sampled and prints its summary.
+// sampled, prints its summary and exits with status 130.
 func TestRunSignal(t *testing.T) {
 	needRuntime(t)
 	out := filepath.Join(t.TempDir(), "int.jsonl")
@@ -261,7 +261,10 @@ func TestRunSignal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	require.NoError(t, cmd.Wait(), stderr.String())
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, stderr.String())
+	assert.Equal(t, 130, exit.ExitCode(), "128 + SIGINT, after the summary")
 	var s runSummary
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
 	assert.True(t, s.Interrupted)
