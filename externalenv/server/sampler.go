@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 
@@ -35,6 +36,13 @@ func StartSampler(r *envrunner.Runner, write func(*envrunner.MultiAgentBatch) er
 
 func (s *Sampler) loop() {
 	defer close(s.done)
+	defer func() {
+		// A panic in a step (a model, a connector, the env) stops the sampler with a
+		// *PanicError instead of the process; what was collected is still written.
+		if pe := recovered(recover()); pe != nil {
+			s.err = errors.Join(pe, s.safeTake())
+		}
+	}()
 	for {
 		// Yield once before polling: handler goroutines that have read their request by
 		// now queue their observations, so that a loaded server answers them in one batched
@@ -60,6 +68,17 @@ func (s *Sampler) loop() {
 	}
 }
 
+// safeTake is take after a panic: the runner may be in any state, so a second panic only
+// loses the partial fragment.
+func (s *Sampler) safeTake() (err error) {
+	defer func() {
+		if pe := recovered(recover()); pe != nil {
+			err = fmt.Errorf("server: the partial fragment after a panic was lost: %w", pe)
+		}
+	}()
+	return s.take()
+}
+
 // take hands what is collected to write.
 func (s *Sampler) take() error {
 	if s.write == nil {
@@ -70,9 +89,12 @@ func (s *Sampler) take() error {
 	if b.Rows() == 0 {
 		return nil
 	}
+	if err := s.write(b); err != nil {
+		return err
+	}
 	s.batches.Add(1)
 	s.rows.Add(int64(b.Rows()))
-	return s.write(b)
+	return nil
 }
 
 // Done is closed when the sampler has stopped.
@@ -85,5 +107,5 @@ func (s *Sampler) Wait() error {
 	return s.err
 }
 
-// Written returns the number of batches and rows handed to write so far.
+// Written returns the number of batches and rows that write accepted so far.
 func (s *Sampler) Written() (batches, rows int64) { return s.batches.Load(), s.rows.Load() }

@@ -124,6 +124,7 @@ func TestErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			req, err := http.NewRequest(c.method, h.url+c.path, strings.NewReader(c.body))
 			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			r := readResponse(t, res)
@@ -140,6 +141,7 @@ func TestErrors(t *testing.T) {
 	t.Run("chunked too large", func(t *testing.T) {
 		req, err := http.NewRequest("POST", h.url+"/v1/episodes/a/action", io.MultiReader(strings.NewReader(big)))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = -1
 		res, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
