@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/externalenv"
@@ -20,16 +21,42 @@ import (
 type Sampler struct {
 	r     *envrunner.Runner
 	write func(*envrunner.MultiAgentBatch) error
+	flush func() error
+	every time.Duration
 	done  chan struct{}
 	err   error
 
-	batches, rows atomic.Int64
+	lastFlush              time.Time
+	batches, rows, flushed atomic.Int64
+	unflushed              int64 // rows accepted by write since the last flush
+}
+
+// SamplerOptions configures StartSamplerWith.
+type SamplerOptions struct {
+	// Write receives each complete fragment (it owns the batch); nil records nothing (a
+	// runner with NoSamples).
+	Write func(*envrunner.MultiAgentBatch) error
+	// FlushInterval, when positive, bounds the steps left unwritten: once this long has
+	// passed since the last flush, the sampler takes what it has collected (a partial
+	// fragment, its episodes cut as at a fragment's end) after its next step, hands it to
+	// Write and calls Flush. At 1,024 episodes and fragments of 200 steps, a crash could
+	// otherwise lose 204,800 steps.
+	FlushInterval time.Duration
+	// Flush, when set, makes what Write accepted durable (output.Writer.Flush); it is called
+	// every FlushInterval and its successes are what Flushed counts.
+	Flush func() error
 }
 
 // StartSampler starts driving r. write may be nil (a runner with NoSamples, which builds no
 // batches); it owns each batch it is given.
 func StartSampler(r *envrunner.Runner, write func(*envrunner.MultiAgentBatch) error) *Sampler {
-	s := &Sampler{r: r, write: write, done: make(chan struct{})}
+	return StartSamplerWith(r, SamplerOptions{Write: write})
+}
+
+// StartSamplerWith starts driving r with opts.
+func StartSamplerWith(r *envrunner.Runner, opts SamplerOptions) *Sampler {
+	s := &Sampler{r: r, write: opts.Write, flush: opts.Flush, every: opts.FlushInterval, done: make(chan struct{}),
+		lastFlush: time.Now()}
 	go s.loop()
 	return s
 }
@@ -59,8 +86,16 @@ func (s *Sampler) loop() {
 			s.err = errors.Join(err, s.take())
 			return
 		}
-		if s.write != nil && s.r.Ready() {
+		due := s.every > 0 && s.write != nil && time.Since(s.lastFlush) >= s.every
+		if s.write != nil && (s.r.Ready() || due) {
 			if err := s.take(); err != nil {
+				s.err = err
+				return
+			}
+		}
+		if due {
+			s.lastFlush = time.Now()
+			if err := s.doFlush(); err != nil {
 				s.err = err
 				return
 			}
@@ -94,8 +129,26 @@ func (s *Sampler) take() error {
 	}
 	s.batches.Add(1)
 	s.rows.Add(int64(b.Rows()))
+	s.unflushed += int64(b.Rows())
 	return nil
 }
+
+// doFlush calls the flush function and counts the rows it made durable.
+func (s *Sampler) doFlush() error {
+	if s.flush == nil {
+		return nil
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.flushed.Add(s.unflushed)
+	s.unflushed = 0
+	return nil
+}
+
+// Flushed returns the rows that write accepted and a later Flush (SamplerOptions.Flush)
+// confirmed: after a write error, these are the rows known to be on disk.
+func (s *Sampler) Flushed() int64 { return s.flushed.Load() }
 
 // Done is closed when the sampler has stopped.
 func (s *Sampler) Done() <-chan struct{} { return s.done }

@@ -474,10 +474,11 @@ func (s *Server) fail(w http.ResponseWriter, err error) int {
 			code, errCode, err = http.StatusInternalServerError, wire.CodeInternal, &errFailed{f}
 		}
 	}
-	switch code {
-	case http.StatusInternalServerError:
+	var failed *errFailed
+	switch {
+	case code == http.StatusInternalServerError && !errors.As(err, &failed): // the failure is reported once, by Fail's caller
 		s.log.Error("server: internal error", "err", err)
-	case http.StatusUnauthorized:
+	case code == http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sample serve"`)
 	}
 	return writeError(w, code, errCode, publicMessage(err))
