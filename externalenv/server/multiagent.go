@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -262,8 +261,8 @@ func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int,
 				if err != nil {
 					return err
 				}
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return badRequest("reward %v of agent %q is not finite", v, agent)
+				if err := checkReward(v, agent); err != nil {
+					return err
 				}
 				rewards[string(agent)] += v
 				return nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -780,8 +779,8 @@ func (s *Server) logReturns(b *reqBuf, id string, w http.ResponseWriter) (int, e
 	if !got {
 		return 0, badRequest(`missing member "reward"`)
 	}
-	if math.IsNaN(reward) || math.IsInf(reward, 0) {
-		return 0, badRequest("reward %v is not finite", reward)
+	if err := checkReward(reward, nil); err != nil {
+		return 0, err
 	}
 	if err := s.env.LogReturns(id, reward, info); err != nil {
 		return 0, err

@@ -98,6 +98,7 @@ func TestErrors(t *testing.T) {
 		{"missing action", "POST", "/v1/episodes/a/log_action", `{"observation": [0,0,0,0]}`, 400, wire.CodeBadRequest, `missing member "action"`},
 		{"missing reward", "POST", "/v1/episodes/a/returns", `{}`, 400, wire.CodeBadRequest, `missing member "reward"`},
 		{"NaN reward", "POST", "/v1/episodes/a/returns", `{"reward": NaN}`, 400, wire.CodeBadRequest, "not finite"},
+		{"float32 overflow reward", "POST", "/v1/episodes/a/returns", `{"reward": 1e39}`, 400, wire.CodeBadRequest, "does not fit"},
 		{"bad info", "POST", "/v1/episodes/a/returns", `{"reward": 1, "info": [1]}`, 400, wire.CodeBadRequest, "info"},
 		{"unknown episode action", "POST", "/v1/episodes/nope/action", `{"observation": [0,0,0,0]}`, 404, wire.CodeEpisodeNotFound, `"nope"`},
 		{"unknown episode returns", "POST", "/v1/episodes/nope/returns", `{"reward": 1}`, 404, wire.CodeEpisodeNotFound, "not found"},
