@@ -179,3 +179,41 @@ func TestServeFlushInterval(t *testing.T) {
 	bs := readBatches(t, []string{out})
 	assert.GreaterOrEqual(t, rowsOf(bs), int64(s.steps), "every step of the ended episodes survived SIGKILL")
 }
+
+// The issue's reproduction, scaled: infer read all of 10^8 values (37.6 s, 4.15 GB) before
+// a misleading shape error. The model's input [batch, 4] takes at most 4 x 2^20 values: an
+// input with more fails at the first value over the limit, saying so.
+func TestInferLimitWhileParsing(t *testing.T) {
+	needRuntime(t)
+	var b strings.Builder
+	b.WriteString(`{"inputs": {"obs": {"data": [`)
+	n := 4<<20 + 100_000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('0')
+	}
+	b.WriteString(`], "shape": [1, 4]}}}`)
+	p := filepath.Join(t.TempDir(), "big.json")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	code, _, errs := runCLI("infer", "--model", "cartpole_mlp", "--input", p)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "more than 4194304 values")
+}
+
+// The issue's reproduction: an observation input of [batch, 2^63-1] panicked in
+// spaces.NewBox from `sample inspect`.
+func TestInspectHugeDimensions(t *testing.T) {
+	data := onnxtest.Model{
+		Inputs:  []onnxtest.Value{{Name: "obs", ElemType: onnxtest.Float32, Dims: []int64{-1, 1<<63 - 1}, Names: []string{"batch"}}},
+		Outputs: []onnxtest.Value{{Name: "logits", ElemType: onnxtest.Float32, Dims: []int64{-1, 2}, Names: []string{"batch"}}},
+		Nodes:   []onnxtest.Node{{Op: "Identity", Inputs: []string{"obs"}, Outputs: []string{"logits"}}},
+	}.Bytes()
+	p := filepath.Join(t.TempDir(), "huge.onnx")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	code, _, errs := runCLI("inspect", p)
+	assert.Equal(t, 1, code, errs)
+	assert.Contains(t, errs, "too large")
+	assert.NotContains(t, errs, "panic")
+}
