@@ -46,24 +46,22 @@ func (b *bodyBudget) reserve(n int64) bool {
 
 func (b *bodyBudget) release(n int64) { b.used.Add(-n) }
 
-func noRelease() {}
-
 // reserve takes the request's body bytes from the server's budget: its Content-Length, or
-// the body limit when the length is unknown (a chunked body). The caller calls release when
-// the body's buffer is no longer held.
-func (s *Server) reserve(r *http.Request) (release func(), err error) {
-	n := r.ContentLength
+// the body limit when the length is unknown (a chunked body), and returns them. The caller
+// gives them back with s.budget.release(n) when the body's buffer is no longer held.
+func (s *Server) reserve(r *http.Request) (n int64, err error) {
+	n = r.ContentLength
 	if n < 0 || n > s.maxBody {
 		n = s.maxBody
 	}
 	if n == 0 {
-		return noRelease, nil
+		return 0, nil
 	}
 	if !s.budget.reserve(n) {
 		s.metrics.busy.Add(1)
-		return nil, errBusy
+		return 0, errBusy
 	}
-	return func() { s.budget.release(n) }, nil
+	return n, nil
 }
 
 // BodiesInFlight returns the body bytes reserved by the requests being served.

@@ -325,11 +325,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id 
 	if err := checkJSON(r); err != nil {
 		return s.fail(w, err)
 	}
-	release, err := s.reserve(r)
+	reserved, err := s.reserve(r)
 	if err != nil {
 		return s.fail(w, err)
 	}
-	defer release()
+	defer s.budget.release(reserved)
 	if b.body, err = s.readBody(r, b.body[:0]); err != nil {
 		return s.fail(w, err)
 	}
