@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -201,7 +202,7 @@ func TestSoakSIGTERM(t *testing.T) {
 	d := soakDuration(t)
 	out := filepath.Join(t.TempDir(), "soak.jsonl")
 	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
-		"--out", out, "--max-episodes", "1100", "--episode-idle-timeout", "2s", "--flush-interval", "1s",
+		"--out", out, "--max-episodes", "1100", "--episode-idle-timeout", "10s", "--flush-interval", "1s",
 		"--max-connections", "8192")
 	l := &soakLoad{url: p.url}
 	slowSockets(t, strings.TrimPrefix(p.url, "http://"), 2000)
@@ -213,6 +214,16 @@ func TestSoakSIGTERM(t *testing.T) {
 	cw.Wait()
 	hw.Wait()
 	rss := peakRSS(p.cmd.Process.Pid)
+	if res, err := http.Get(p.url + "/metrics"); err == nil {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "sample_serve_episodes_") || strings.HasPrefix(line, "sample_serve_panics") ||
+				strings.HasPrefix(line, "sample_serve_busy") {
+				t.Log(line)
+			}
+		}
+	}
 	errs := p.stop(t)
 	l.report(t, "SIGTERM", rss, d)
 	rows := rowsOf(readBatches(t, filesOf(t, out)))
