@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -169,10 +170,9 @@ func TestServeFlushInterval(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.GetAction(ctx, id, []float32{0, 0, 0, 0})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(out)
-		return err == nil && len(b) > 0
-	}, 5*time.Second, 10*time.Millisecond)
+	// Without the flush interval nothing would reach the file before 100,000 steps.
+	require.Eventually(t, func() bool { return rowsWritten(out) >= int64(s.steps) }, 10*time.Second, 10*time.Millisecond,
+		"the served steps did not reach the file while the server ran")
 	require.NoError(t, p.cmd.Process.Kill())
 	<-p.done
 	p.cmd.Wait()
@@ -216,4 +216,23 @@ func TestInspectHugeDimensions(t *testing.T) {
 	assert.Equal(t, 1, code, errs)
 	assert.Contains(t, errs, "too large")
 	assert.NotContains(t, errs, "panic")
+}
+
+// rowsWritten counts the rows of the complete lines of a JSON lines sample file.
+func rowsWritten(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var rows int64
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return rows
+		}
+		if m, err := output.Decode(b[:i]); err == nil {
+			rows += int64(m.Rows())
+		}
+		b = b[i+1:]
+	}
 }
