@@ -172,11 +172,11 @@ func TestIdleEpisodesExpire(t *testing.T) {
 // An episode whose request is in flight (waiting for its action) is not idle.
 func TestBusyEpisodeDoesNotExpire(t *testing.T) {
 	h := newHarness(t, harnessOptions{env: externalenv.Options{Timeout: -1},
-		server: server.Options{IdleTimeout: 30 * time.Millisecond}})
+		server: server.Options{IdleTimeout: 150 * time.Millisecond}})
 	id := h.start("")
 	// Keep the episode busy with back-to-back requests for several timeouts: each request
 	// touches it, so it must survive.
-	deadline := time.Now().Add(200 * time.Millisecond)
+	deadline := time.Now().Add(600 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		r := h.post("/v1/episodes/"+id+"/action", map[string]any{"observation": obs(0)})
 		require.Equal(t, http.StatusOK, r.code, r.raw)
@@ -204,4 +204,20 @@ func TestAgentLimits(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.code, r.raw)
 	r = h.post("/v1/episodes/"+id+"/action", agentsBody(3, "a"))
 	require.Equal(t, http.StatusOK, r.code, r.raw)
+}
+
+// Multi-agent episodes expire too, with or without observations, freeing their slots.
+func TestIdleMultiAgentEpisodesExpire(t *testing.T) {
+	h := newHarness(t, harnessOptions{multi: true, env: externalenv.Options{MaxConcurrentEpisodes: 2},
+		server: server.Options{IdleTimeout: 100 * time.Millisecond}})
+	a, _ := h.start(""), h.start("")
+	r := h.post("/v1/episodes/"+a+"/action", agentsBody(2, "p"))
+	require.Equal(t, http.StatusOK, r.code, r.raw)
+	r = h.post("/v1/episodes", map[string]any{})
+	require.Equal(t, http.StatusTooManyRequests, r.code, r.raw)
+	require.Eventually(t, func() bool { return h.srv.Metrics().EpisodesExpired() == 2 }, 10*time.Second, 10*time.Millisecond)
+	h.start("")
+	h.start("")
+	require.NoError(t, h.stop())
+	assert.Equal(t, 2, h.rows().Count, "the observed episode's two agents' steps")
 }
