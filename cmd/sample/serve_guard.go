@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -104,8 +105,9 @@ func (g *guardFlags) httpWriteTimeout(actionTimeout time.Duration) time.Duration
 // file descriptors, and clients learn at once to come back later.
 type limitListener struct {
 	net.Listener
-	max  int64
-	open atomic.Int64
+	max      int64
+	open     atomic.Int64
+	refusing atomic.Int64
 }
 
 func newLimitListener(ln net.Listener, max int) *limitListener {
@@ -126,13 +128,41 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			c.Write(busyAnswer)
-			c.Close()
+			l.refuse(c)
 			continue
 		}
 		return &limitConn{Conn: c, l: l}, nil
 	}
+}
+
+// maxRefusing bounds the refused connections being answered at once; beyond it they are
+// closed without an answer.
+const maxRefusing = 256
+
+// refuse answers a connection beyond the limit with 503 and closes it. The answer follows
+// the request's headers (read for at most a second): an HTTP client that gets an answer
+// before it has sent its request reports a broken connection, not the 503.
+func (l *limitListener) refuse(c net.Conn) {
+	if l.refusing.Add(1) > maxRefusing {
+		l.refusing.Add(-1)
+		c.Close()
+		return
+	}
+	go func() {
+		defer l.refusing.Add(-1)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		buf := make([]byte, 4096)
+		var got []byte
+		for !bytes.Contains(got, []byte("\r\n\r\n")) && len(got) < len(buf) {
+			n, err := c.Read(buf[len(got):])
+			got = buf[:len(got)+n]
+			if err != nil {
+				break
+			}
+		}
+		c.Write(busyAnswer)
+	}()
 }
 
 // Open returns the number of connections open.

@@ -305,3 +305,44 @@ func filesOf(t *testing.T, out string) []string {
 	require.NoError(t, err)
 	return append([]string{out}, rot...)
 }
+
+// TestSoakSocketFlood: the 20,000 stalled sockets (as many as this process's file
+// limit allows) against the default --max-connections (4,096): every /healthz probe is
+// answered at once (503 "too many connections" while the limit is reached, instead of a
+// timeout), and once --read-timeout has cut the stalled requests, 200 again.
+func TestSoakSocketFlood(t *testing.T) {
+	soakDuration(t)
+	var lim syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	n := min(20000, int(lim.Cur)-500)
+	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
+		"--read-timeout", "5s")
+	addr := strings.TrimPrefix(p.url, "http://")
+	start := time.Now()
+	slowSockets(t, addr, n)
+	t.Logf("%d stalled sockets opened in %v", n, time.Since(start))
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var ds []time.Duration
+	codes := map[int]int{}
+	for range 200 {
+		t0 := time.Now()
+		res, err := hc.Get(p.url + "/healthz")
+		require.NoError(t, err)
+		res.Body.Close()
+		ds = append(ds, time.Since(t0))
+		codes[res.StatusCode]++
+	}
+	slices.Sort(ds)
+	t.Logf("/healthz with %d stalled sockets: status counts %v, p50 %v, p99 %v, max %v", n, codes, ds[len(ds)/2], p99(ds), ds[len(ds)-1])
+	assert.Less(t, p99(ds), 100*time.Millisecond)
+	require.Eventually(t, func() bool {
+		res, err := hc.Get(p.url + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond, "/healthz healthy again after --read-timeout")
+	t.Logf("healthy again %v after the flood began", time.Since(start))
+	p.stop(t)
+}
