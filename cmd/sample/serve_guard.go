@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
-	"fmt"
-	"io/fs"
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/onnxrl/sampler/externalenv/server"
@@ -98,146 +92,6 @@ func (g *guardFlags) httpWriteTimeout(actionTimeout time.Duration) time.Duration
 		return 0 // no action timeout: no bound on the response either
 	}
 	return actionTimeout + g.writeTimeout
-}
-
-// limitListener accepts at most max connections at once; beyond that it answers each new
-// connection 503 and closes it, so that a flood of idle sockets cannot starve the process of
-// file descriptors, and clients learn at once to come back later.
-type limitListener struct {
-	net.Listener
-	max      int64
-	open     atomic.Int64
-	refusing atomic.Int64
-}
-
-func newLimitListener(ln net.Listener, max int) *limitListener {
-	return &limitListener{Listener: ln, max: int64(max)}
-}
-
-var busyAnswer = func() []byte {
-	body := `{"error":"too many connections","code":"unavailable"}`
-	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"+
-		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-}()
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			l.refuse(c)
-			continue
-		}
-		return &limitConn{Conn: c, l: l}, nil
-	}
-}
-
-// maxRefusing bounds the refused connections being answered at once; beyond it they are
-// closed without an answer.
-const maxRefusing = 256
-
-// refuse answers a connection beyond the limit with 503 and closes it. The answer follows
-// the request's headers (read for at most a second): an HTTP client that gets an answer
-// before it has sent its request reports a broken connection, not the 503.
-func (l *limitListener) refuse(c net.Conn) {
-	if l.refusing.Add(1) > maxRefusing {
-		l.refusing.Add(-1)
-		c.Close()
-		return
-	}
-	go func() {
-		defer l.refusing.Add(-1)
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(time.Second))
-		buf := make([]byte, 4096)
-		var got []byte
-		for !bytes.Contains(got, []byte("\r\n\r\n")) && len(got) < len(buf) {
-			n, err := c.Read(buf[len(got):])
-			got = buf[:len(got)+n]
-			if err != nil {
-				break
-			}
-		}
-		c.Write(busyAnswer)
-	}()
-}
-
-// Open returns the number of connections open.
-func (l *limitListener) Open() int64 { return l.open.Load() }
-
-type limitConn struct {
-	net.Conn
-	l      *limitListener
-	closed atomic.Bool
-}
-
-func (c *limitConn) Close() error {
-	if c.closed.CompareAndSwap(false, true) {
-		c.l.open.Add(-1)
-	}
-	return c.Conn.Close()
-}
-
-// outputSet returns the files of an earlier run that a run writing to path would mix with:
-// path itself and its rotated files (output.RotatedName: x-000001.jsonl, ...). Only regular
-// files count: --out /dev/stdout or a named pipe is not an earlier run's data.
-func outputSet(path string) ([]string, error) {
-	var set []string
-	if fi, err := os.Stat(path); err == nil {
-		if !fi.Mode().IsRegular() {
-			return nil, nil
-		}
-		set = append(set, path)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	ext := filepath.Ext(path)
-	stem := path[:len(path)-len(ext)]
-	matches, err := filepath.Glob(globEscape(stem) + "-[0-9][0-9][0-9][0-9][0-9][0-9]*" + globEscape(ext))
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range matches {
-		digits := strings.TrimSuffix(strings.TrimPrefix(m, stem+"-"), ext)
-		if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() &&
-			len(digits) >= 6 && strings.Trim(digits, "0123456789") == "" {
-			set = append(set, m)
-		}
-	}
-	return set, nil
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(s)
-}
-
-// prepareOutput refuses to write over an earlier output set unless overwrite is set, in
-// which case it removes the whole set: a reader of x*.jsonl must not mix two runs.
-func prepareOutput(path string, overwrite bool) error {
-	set, err := outputSet(path)
-	if err != nil {
-		return err
-	}
-	if len(set) == 0 {
-		return nil
-	}
-	if !overwrite {
-		more := ""
-		if len(set) > 1 {
-			more = fmt.Sprintf(" and %d rotated files", len(set)-1)
-		}
-		return fmt.Errorf("--out %s: %s%s exist from an earlier run; give --overwrite to replace them all, or another --out", path, set[0], more)
-	}
-	for _, f := range set {
-		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
 }
 
 // errSamplerFailed is sample serve's exit error after the sampler failed: the failure itself
