@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz clean
+.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -70,6 +70,13 @@ python-deps:
 bench: onnxruntime
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)
 
+# The load-and-fault suite of sample serve (cmd/sample/soak_test.go): 1,024 clients with 20%
+# abandoning episodes, hostile requests, 2,000 slow sockets, SIGTERM and SIGKILL under load, a
+# full disk (a tmpfs, as root). Traffic to 127.0.0.1 only; SOAK_DURATION of load per scenario.
+SOAK_DURATION ?= 60s
+soak: onnxruntime
+	SAMPLE_SOAK=1 SAMPLE_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 20m -run '^TestSoak' ./cmd/sample/
+
 # Short fuzzing sessions of every fuzz target (the seeds also run in `make test`).
 FUZZTIME ?= 20s
 fuzz:
@@ -82,6 +89,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAgentChain$$' -fuzztime $(FUZZTIME) ./connectors/
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./externalenv/server/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(FUZZTIME) ./externalenv/server/
+	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./models/
 
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:

@@ -243,6 +243,13 @@ func (p *ActionPipeline) BindSession(sess *inference.Session, actionOutput, logS
 	default:
 		return fmt.Errorf("connectors: action output %q holds %s, want float32", actionOutput, out.Info.ElemType)
 	}
+	want := p.dist.InputSize()
+	if logStdOutput != "" {
+		want = p.dist.ActionSize()
+	}
+	if err := checkOutputRows(sess, out, "action output", want, false); err != nil {
+		return err
+	}
 	p.out, p.logStd = out, nil
 	if logStdOutput != "" {
 		if p.logStd, err = sess.Output(logStdOutput); err != nil {
@@ -251,6 +258,34 @@ func (p *ActionPipeline) BindSession(sess *inference.Session, actionOutput, logS
 		if p.logStd.Info.ElemType != inference.ElemFloat32 {
 			return fmt.Errorf("connectors: log_std output %q holds %s, want float32", logStdOutput, p.logStd.Info.ElemType)
 		}
+		if err := checkOutputRows(sess, p.logStd, "log_std output", p.dist.ActionSize(), true); err != nil {
+			p.out, p.logStd = nil, nil
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOutputRows checks the shape the runtime really produces for output t (the session
+// probes it when it is created) against the want values per batch row that the distribution
+// reads: a model whose declared output shape is not its real one is an error here, not an
+// index out of range at the first step. shared allows one row for the whole batch.
+func checkOutputRows(sess *inference.Session, t *inference.Tensor, what string, want int, shared bool) error {
+	if t.BatchAxis < 0 {
+		if shared && t.Len() == want {
+			return nil
+		}
+		if sess.Capacity() == 1 && t.Len() == want {
+			return nil
+		}
+		return &ShapeError{What: fmt.Sprintf("%s %q (declared %s)", what, t.Info.Name, t.Info.ShapeString()),
+			Want: fmt.Sprintf("%v, which has no batch axis", t.Shape()),
+			Got:  fmt.Sprintf("batches of up to %d rows of %d values", sess.Capacity(), want)}
+	}
+	if t.RowSize() != want {
+		return &ShapeError{What: fmt.Sprintf("%s %q (declared %s)", what, t.Info.Name, t.Info.ShapeString()),
+			Want: fmt.Sprintf("%v, %d values per row, at batch %d", t.Shape(), t.RowSize(), sess.Batch()),
+			Got:  fmt.Sprintf("%d values per row", want)}
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ func NewStateBuffer(p *models.Policy) (*StateBuffer, error) {
 		if w <= 0 {
 			return nil, fmt.Errorf("connectors: state input %s has dynamic dimensions besides the batch", in)
 		}
+		if w > inference.MaxTensorElements {
+			return nil, fmt.Errorf("connectors: state input %s has more than %d values per row", in, inference.MaxTensorElements)
+		}
 		if wo := rowInfo(out); wo >= 0 && wo != w {
 			return nil, &ShapeError{What: fmt.Sprintf("state output %q vs state input %q", out.Name, in.Name),
 				Want: fmt.Sprintf("%s (%d values per row)", in.ShapeString(), w), Got: fmt.Sprintf("%s (%d values per row)", out.ShapeString(), wo)}

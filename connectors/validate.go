@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/onnxrl/sampler/inference"
@@ -22,7 +23,9 @@ func (e *ShapeError) Error() string {
 }
 
 // rowInfo returns the number of elements per batch row of v (the batch axis is the first
-// dynamic dimension, or 0), or -1 when another dimension is dynamic.
+// dynamic dimension, or 0), or -1 when another dimension is dynamic. A row beyond
+// inference.MaxTensorElements gives math.MaxInt (checked before the product can overflow
+// and wrap to a width that fits).
 func rowInfo(v inference.ValueInfo) int {
 	ax := -1
 	for i, d := range v.Shape {
@@ -34,17 +37,25 @@ func rowInfo(v inference.ValueInfo) int {
 	if ax < 0 {
 		ax = 0
 	}
-	n := 1
+	n, zero := int64(1), false
 	for i, d := range v.Shape {
-		if i == ax {
-			continue
-		}
-		if d < 0 {
+		switch {
+		case i == ax:
+		case d < 0:
 			return -1
+		case d == 0:
+			zero = true
+		case n <= inference.MaxTensorElements:
+			n *= min(d, inference.MaxTensorElements+1) // stays below 2^58: no overflow
 		}
-		n *= int(d)
 	}
-	return n
+	switch {
+	case zero:
+		return 0
+	case n > inference.MaxTensorElements:
+		return math.MaxInt
+	}
+	return int(n)
 }
 
 // Connectors holds what one policy of a runner needs: the agent pipeline, the RNN state

@@ -428,8 +428,7 @@ func (r *Runner) recycle(ep *Episode) {
 	if r.episodeAt(ep.EnvID) == ep {
 		r.episodes[ep.EnvID] = nil
 	}
-	clear(ep.agents)
-	ep.agents = ep.agents[:0]
+	ep.clearAgents()
 	clear(ep.CustomMetrics)
 	clear(ep.UserData)
 	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, 0, false, false, false, false

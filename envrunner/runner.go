@@ -618,7 +618,7 @@ func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
 	if r.ce != nil {
 		a.col = &r.cols
 	}
-	ep.agents = append(ep.agents, a)
+	ep.addAgent(a)
 	return a
 }
 

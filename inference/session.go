@@ -361,12 +361,9 @@ func (s *Session) planTensors(opts Options) error {
 			base[t.BatchAxis] = 1
 		}
 		s.inBase = append(s.inBase, base)
-		elems := 1
-		for i, d := range base {
-			if i == t.BatchAxis {
-				d = int64(s.capacity)
-			}
-			elems *= int(d)
+		elems, err := tensorElems(in.Name, base, t.BatchAxis, s.capacity)
+		if err != nil {
+			return err
 		}
 		if err := t.alloc(elems); err != nil {
 			return err
@@ -408,9 +405,9 @@ func (s *Session) resolveOutputs(opts Options) error {
 		for i, t := range s.inputs {
 			shape := t.shapeAt(nil, s.inBase[i], n)
 			tmp := &Tensor{Info: t.Info}
-			elems := 1
-			for _, d := range shape {
-				elems *= int(d)
+			elems, err := tensorElems(t.Info.Name, shape, -1, 0)
+			if err != nil {
+				return nil, err
 			}
 			if err := tmp.alloc(elems); err != nil {
 				return nil, err
@@ -485,12 +482,9 @@ func (s *Session) resolveOutputs(opts Options) error {
 			base[0] = 1
 		}
 		s.outBase = append(s.outBase, base)
-		elems := 1
-		for ax, d := range base {
-			if ax == t.BatchAxis {
-				d = int64(s.capacity)
-			}
-			elems *= int(d)
+		elems, err := tensorElems(info.Name, base, t.BatchAxis, s.capacity)
+		if err != nil {
+			return err
 		}
 		if err := t.alloc(elems); err != nil {
 			return err

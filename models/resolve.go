@@ -187,6 +187,9 @@ func Resolve(m *inference.Model, spec *Spec, source string) (*Policy, error) {
 	obsInfo, _ := m.Input(s.ObservationInput)
 	actInfo, _ := m.Output(s.ActionOutput)
 	width := rowWidth(actInfo)
+	if width == tooWide {
+		return nil, errf("action_output", "the action output %s has more than %d values per row", actInfo, spaces.MaxElements)
+	}
 
 	// Spaces.
 	if s.ObservationSpace != nil {
@@ -195,6 +198,9 @@ func Resolve(m *inference.Model, spec *Spec, source string) (*Policy, error) {
 		shape := rowShape(obsInfo)
 		if shape == nil {
 			return nil, errf("observation_space", "the observation input %s has dynamic feature dimensions; give observation_space in the spec", obsInfo)
+		}
+		if _, err := spaces.CheckedSize(shape...); err != nil {
+			return nil, errf("observation_space", "the observation input %s is too large for a space: %v", obsInfo, err)
 		}
 		inf := float32(math.Inf(1))
 		s.ObservationSpace = spaces.NewBox(-inf, inf, shape...)
@@ -289,7 +295,7 @@ func rowShape(v inference.ValueInfo) []int {
 		if d < 0 {
 			return nil
 		}
-		shape = append(shape, int(d))
+		shape = append(shape, int(min(d, math.MaxInt32))) // CheckedSize refuses it
 	}
 	if shape == nil {
 		shape = []int{}
@@ -297,15 +303,19 @@ func rowShape(v inference.ValueInfo) []int {
 	return shape
 }
 
-// rowWidth is the number of elements per batch row, or -1 when unknown.
+// tooWide is rowWidth's answer for a row of more than spaces.MaxElements values.
+const tooWide = -2
+
+// rowWidth is the number of elements per batch row, -1 when unknown, or tooWide (checked
+// before the product can overflow).
 func rowWidth(v inference.ValueInfo) int {
 	shape := rowShape(v)
 	if shape == nil {
 		return -1
 	}
-	n := 1
-	for _, d := range shape {
-		n *= d
+	n, err := spaces.CheckedSize(shape...)
+	if err != nil {
+		return tooWide
 	}
 	return n
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -86,11 +84,11 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if _, err := inference.ParseDevice(*device); err != nil {
 		return &usageError{err.Error()}
 	}
-	in, err := readInferInput(*input)
+	p, err := loadPolicy(*model)
 	if err != nil {
 		return err
 	}
-	p, err := loadPolicy(*model)
+	in, err := readInferInput(*input, inputLimits(p.Model))
 	if err != nil {
 		return err
 	}
@@ -142,7 +140,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func readInferInput(path string) (*inferInput, error) {
+func readInferInput(path string, limits map[string]int64) (*inferInput, error) {
 	var r io.Reader
 	if path == "-" {
 		r = os.Stdin
@@ -161,19 +159,15 @@ func readInferInput(path string) (*inferInput, error) {
 	if len(raw) > maxInputFile {
 		return nil, fmt.Errorf("input %s: larger than %d bytes", path, maxInputFile)
 	}
-	return parseInferInput(path, raw)
+	in, err := parseInferInput(path, raw, limits)
+	if err != nil {
+		return nil, err
+	}
+	return checkInferInput(path, in)
 }
 
-func parseInferInput(path string, raw []byte) (*inferInput, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var in inferInput
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("input %s: invalid JSON: %v", path, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("input %s: invalid JSON: data after the top-level object", path)
-	}
+// checkInferInput checks what parseInferInput read.
+func checkInferInput(path string, in *inferInput) (*inferInput, error) {
 	if len(in.Inputs) == 0 {
 		return nil, fmt.Errorf(`input %s: no inputs; want {"inputs": {"<name>": {"shape": [...], "data": [...]}}}`, path)
 	}
@@ -192,5 +186,5 @@ func parseInferInput(path string, raw []byte) (*inferInput, error) {
 			return nil, fmt.Errorf("input %s: %q: shape %v holds %d values, but data has %d", path, name, t.Shape, n, len(t.Data))
 		}
 	}
-	return &in, nil
+	return in, nil
 }

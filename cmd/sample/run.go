@@ -40,6 +40,7 @@ type runFlags struct {
 	explore, normalize, clip, gae, jsonOut, remote, restart, progress   bool
 	gamma, lambda                                                       float64
 	policies, policyMap                                                 repeated // --policy ID=MODEL, --policy-map AGENT=ID
+	overwrite                                                           bool
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -60,6 +61,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
 	fs.StringVar(&f.out, "out", "", "write the sample batches to this JSON lines file (RLlib's offline format)")
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an existing --out file and its rotated files (otherwise refused)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
 	fs.StringVar(&f.batchMode, "batch-mode", envrunner.TruncateEpisodes, "truncate_episodes or complete_episodes")
 	fs.StringVar(&f.countBy, "count-steps-by", envrunner.EnvSteps, "env_steps or agent_steps")
@@ -351,6 +353,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if f.out != "" {
+		if err := prepareOutput(f.out, f.overwrite); err != nil {
+			return err
+		}
 		w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize, OnWritten: s.group.Release})
 		if err != nil {
 			return err

@@ -157,8 +157,8 @@ func TestRunDeterministic(t *testing.T) {
 	// A recurrent policy and a random one too.
 	for _, args := range [][]string{{"--env", "StatelessCartPole"}, {"--env", "Pendulum-v1", "--model", "random"}} {
 		p1, p2 := filepath.Join(dir, "r1.jsonl"), filepath.Join(dir, "r2.jsonl")
-		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p1)...)
-		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p2)...)
+		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p1, "--overwrite")...)
+		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p2, "--overwrite")...)
 		x, err := os.ReadFile(p1)
 		require.NoError(t, err)
 		y, err := os.ReadFile(p2)

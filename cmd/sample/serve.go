@@ -32,6 +32,7 @@ type serveFlags struct {
 	maxEpisodes, maxBatch, threads, actWorkers, fragment               int
 	timeout, maxWait, shutdownTimeout                                  time.Duration
 	seed                                                               uint64
+	guard                                                              guardFlags
 }
 
 const serveArgs = "[--model M|random] [--addr 127.0.0.1:8900] [--explore=BOOL] [--out FILE] [--multi-agent] ..."
@@ -68,6 +69,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.actSpace, "action-space", "", "action space as JSON (default: the model's), e.g. {\"type\":\"Discrete\",\"n\":2}")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the action sampling")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
+	f.guard.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			stderr.Write(help.Bytes())
@@ -98,6 +100,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	if _, _, err := net.SplitHostPort(f.addr); err != nil {
 		return nil, usagef("--addr %q: want host:port (%v)", f.addr, err)
+	}
+	if err := f.guard.check(f.addr); err != nil {
+		return nil, err
 	}
 	if _, err := inference.ParseDevice(f.device); err != nil {
 		return nil, usagef("--device: %v", err)
@@ -174,6 +179,7 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 
 	metrics := server.NewMetrics()
 	so := server.Options{MaxBodyBytes: maxBody, Metrics: metrics}
+	f.guard.apply(&so, f.addr)
 	var be env.BaseEnv
 	var numEnvs int
 	if f.multiAgent {
@@ -246,22 +252,28 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.close()
 
-	ln, err := net.Listen("tcp", f.addr)
+	if f.out != "" {
+		if err := prepareOutput(f.out, f.guard.overwrite); err != nil {
+			return err
+		}
+	}
+	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
+	ln := newLimitListener(tcp, f.guard.maxConns)
 	var w *output.Writer
-	var write func(*envrunner.MultiAgentBatch) error
+	so := server.SamplerOptions{FlushInterval: f.guard.flushInterval}
 	if f.out != "" {
 		if w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize}); err != nil {
 			ln.Close()
 			return err
 		}
-		write = w.Write
+		so.Write, so.Flush = w.Write, w.Flush
 	}
-	sampler := server.StartSampler(s.runner, write)
+	sampler := server.StartSamplerWith(s.runner, so)
 	hs := &http.Server{Handler: s.srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10}
+		MaxHeaderBytes: 64 << 10, ReadTimeout: f.guard.readTimeout, WriteTimeout: f.guard.httpWriteTimeout(f.timeout)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 
@@ -274,15 +286,26 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "sample serve: %s (%s, explore=%v), listening on http://%s\n", f.model, mode, f.explore, ln.Addr())
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case <-sampler.Done():
-		// The sampler failed: stop the environment first, so that requests waiting for an
-		// action get 503 instead of waiting for their timeout.
-		runErr = sampler.Wait()
-		s.stopEnv()
-	case err := <-serveErr:
-		runErr = err
+	failed := false
+	samplerDone := sampler.Done()
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-samplerDone:
+			// The sampler failed (a full disk, a panic): the server stays up, unhealthy, so
+			// that its probes and clients see why; the environment stops first, so that
+			// requests waiting for an action are answered now instead of at their timeout.
+			runErr = sampler.Wait()
+			s.srv.Fail(runErr)
+			s.stopEnv()
+			failed, samplerDone = true, nil
+			fmt.Fprintf(stderr, "sample serve: the sampler stopped: %s\nsample serve: /healthz reports it and new episodes get 503; stop the server (SIGTERM) to exit\n", oneLine(runErr.Error()))
+		case err := <-serveErr:
+			runErr = err
+			break wait
+		}
 	}
 	stop() // a second signal kills the process
 
@@ -306,10 +329,25 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	m := s.srv.Metrics()
 	batches, rows := sampler.Written()
+	if writeErr != nil || failed {
+		rows = sampler.Flushed() // what write accepted may not have reached the disk
+	}
 	msg := fmt.Sprintf("sample serve: stopped after %d actions (%d episodes started)", m.Requests("action", http.StatusOK), m.EpisodesStarted())
 	if w != nil {
-		msg += fmt.Sprintf("; wrote %d rows in %d batches to %v", rows, batches, files)
+		if writeErr != nil || failed {
+			msg += fmt.Sprintf("; %d rows confirmed on disk in %v", rows, files)
+		} else {
+			msg += fmt.Sprintf("; wrote %d rows in %d batches to %v", rows, batches, files)
+		}
 	}
 	fmt.Fprintln(stderr, msg)
+	if failed {
+		// The sampler's error was printed when it happened; the writer's sticky error is
+		// the same one.
+		if writeErr != nil && sameError(runErr, writeErr) {
+			writeErr = nil
+		}
+		runErr = errSamplerFailed
+	}
 	return errors.Join(runErr, closeErr, samplerErr, writeErr)
 }

@@ -101,6 +101,9 @@ type Options struct {
 	// Spaces are the server's spaces; nil means: fetched from /v1/spaces when first needed
 	// (to read actions).
 	Spaces *Spaces
+	// Token is sent as "Authorization: Bearer <Token>" when set (a server started with
+	// `sample serve --token`).
+	Token string
 }
 
 // Spaces is the answer of /v1/spaces.
@@ -118,6 +121,7 @@ type Spaces struct {
 type Client struct {
 	base string
 	hc   *http.Client
+	auth []string // the Authorization header, nil for none
 
 	mu     sync.Mutex
 	spaces *Spaces
@@ -156,6 +160,9 @@ func New(baseURL string, opts Options) (*Client, error) {
 			DisableCompression:  true,
 		}}
 	}
+	if opts.Token != "" {
+		c.auth = []string{"Bearer " + opts.Token}
+	}
 	c.bufs.New = func() any { return &buffers{} }
 	return c, nil
 }
@@ -177,6 +184,9 @@ func (c *Client) do(ctx context.Context, b *buffers, method, path string, body b
 	}
 	if body {
 		req.Header["Content-Type"] = jsonContentType
+	}
+	if c.auth != nil {
+		req.Header["Authorization"] = c.auth
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {

@@ -55,24 +55,47 @@
 //
 // # Errors
 //
-// Errors are {"error": "...", "code": "..."} with these statuses and codes:
+// Errors are {"error": "...", "code": "..."} with these statuses and codes (the messages
+// speak the protocol's words, never Go's):
 //
-//	400 bad_request         malformed JSON, a missing member, a non-finite reward
+//	400 bad_request         malformed JSON, a missing member, a reward that is not finite or
+//	                        beyond float32, more agents than Options.MaxAgents, an agent id
+//	                        over MaxAgentIDBytes
 //	400 bad_observation     an observation not in the observation space (wrong length, NaN,
 //	                        out of the space's bounds)
 //	400 bad_action          a logged action not in the action space
+//	401 unauthorized        Access.Token is set and the request lacks "Authorization: Bearer"
+//	403 forbidden           a foreign Host (Access.LoopbackHost) or an Origin not allowed
 //	404 episode_not_found   no episode with this id was started
 //	404 not_found           no such endpoint (405 method_not_allowed: wrong method)
 //	409 episode_exists      /v1/episodes with the id of a running episode
-//	409 episode_done        the episode has ended
+//	409 episode_done        the episode has ended (by its client, the idle timeout, or a
+//	                        request that failed)
 //	409 episode_busy        a second /action while one waits
 //	413 body_too_large      a body over Options.MaxBodyBytes
+//	415 unsupported_media_type  a POST without Content-Type: application/json
 //	429 too_many_episodes   MaxConcurrentEpisodes episodes are running
+//	500 internal            a handler panicked (its episode ends), or the sampler failed while
+//	                        the request waited
 //	501 not_implemented     /v1/act on a server without an Actor
-//	503 unavailable         shutting down, or the environment stopped
+//	503 unavailable         shutting down, the environment stopped, the server failed (Fail),
+//	                        or too many body bytes in flight (Options.MaxBodiesInFlight)
 //	504 timeout             no action within the ExternalEnv's Timeout
 //
 // A bad request changes nothing: the episode and the server go on.
+//
+// # Defences
+//
+// The server is meant to face clients that misbehave. Episodes without a request for
+// Options.IdleTimeout (60 s) end as Close ends them (truncated, recorded, their slot freed;
+// sample_serve_episodes_expired_total). Bodies are bounded one by one (MaxBodyBytes) and
+// together (MaxBodiesInFlight). A panic in a request is a 500 and ends the request's episode;
+// a panic in the sampler stops it with a *PanicError, and Fail then reports the reason on
+// /healthz (503) while /v1/act goes on. Access keeps browsers out: only JSON bodies, an
+// Origin only when allowed, a loopback Host on a loopback listener, and an optional bearer
+// token (/healthz stays open for probes). `sample serve` adds read and write deadlines and a
+// connection limit (--read-timeout, --write-timeout, --max-connections) and refuses to
+// listen beyond loopback without --token unless --insecure.
 //
 // # Running a server
 //

@@ -57,8 +57,8 @@ func ExampleServer() {
 	// 204
 	// 200 {"action":1}
 	// 204
-	// 409 {"error":"externalenv: episode already completed: \"demo\"","code":"episode_done"}
-	// 400 {"error":"wire: unexpected '\"', want a number at byte 11","code":"bad_request"}
-	// 400 {"error":"externalenv: observation not in the observation space: observation: value 1 = -20 is outside [-10, 10]","code":"bad_observation"}
+	// 409 {"error":"episode already completed: \"demo\"","code":"episode_done"}
+	// 400 {"error":"unexpected '\"', want a number at byte 11","code":"bad_request"}
+	// 400 {"error":"observation not in the observation space: observation: value 1 = -20 is outside [-10, 10]","code":"bad_observation"}
 	// <nil> 2 rows
 }

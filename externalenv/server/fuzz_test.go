@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/onnxrl/sampler/externalenv"
@@ -50,6 +51,7 @@ func (ft *fuzzTarget) serve(method, path string, body []byte) *httptest.Response
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(method, "/", bytes.NewReader(body))
 	req.URL.Path = path // any episode id, '/' included
+	req.Header.Set("Content-Type", "application/json")
 	ft.h.srv.ServeHTTP(rec, req)
 	return rec
 }
@@ -67,6 +69,11 @@ func check(t *testing.T, path string, rec *httptest.ResponseRecorder, body []byt
 	var e struct{ Error, Code string }
 	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" || e.Code == "" {
 		t.Fatalf("%s %q: error body %q", path, body, rec.Body)
+	}
+	for _, internal := range []string{"wire:", "server:", "externalenv:", "spaces:", "Go value", "Go struct"} {
+		if strings.Contains(e.Error, internal) {
+			t.Fatalf("%s %q: the error names Go internals: %q", path, body, e.Error)
+		}
 	}
 	if rec.Code == 404 && e.Code != wire.CodeEpisodeNotFound {
 		t.Fatalf("%s %q: 404 %q", path, body, rec.Body)

@@ -41,6 +41,8 @@ type harnessOptions struct {
 	server  server.Options
 	noActor bool
 	multi   bool // an ExternalMultiAgentEnv with env's options
+	// wrap, when set, wraps the env the runner drives (to inject faults).
+	wrap func(env.BaseEnv) env.BaseEnv
 }
 
 func cartPoleSpaces(tb testing.TB) (spaces.Space, spaces.Space) {
@@ -62,7 +64,8 @@ func newHarness(tb testing.TB, o harnessOptions) *harness {
 	var numEnvs int
 	if o.multi {
 		e, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: o.env.ObservationSpace,
-			ActionSpace: o.env.ActionSpace, MaxConcurrentEpisodes: o.env.MaxConcurrentEpisodes, Timeout: o.env.Timeout})
+			ActionSpace: o.env.ActionSpace, MaxConcurrentEpisodes: o.env.MaxConcurrentEpisodes, Timeout: o.env.Timeout,
+			MaxBatch: o.env.MaxBatch})
 		require.NoError(tb, err)
 		o.server.MultiAgentEnv = e
 		be, numEnvs = e, e.NumEnvs()
@@ -76,6 +79,9 @@ func newHarness(tb testing.TB, o harnessOptions) *harness {
 	var err error
 	if o.server.Actor == nil && !o.noActor {
 		o.server.Actor = server.NewRandomActor(o.env.ActionSpace, 1)
+	}
+	if o.wrap != nil {
+		be = o.wrap(be)
 	}
 	h.srv, err = server.New(o.server)
 	require.NoError(tb, err)
@@ -201,5 +207,9 @@ func newHTTP(tb testing.TB, srv *server.Server) string {
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
 
 func mustRequest(tb testing.TB, method, path, body string) *http.Request {
-	return httptest.NewRequest(method, path, strings.NewReader(body))
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
 }

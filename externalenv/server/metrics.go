@@ -32,7 +32,7 @@ var endpointNames = [numEndpoints]string{"start_episode", "action", "log_action"
 	"act", "spaces", "healthz", "metrics", "other"}
 
 // statusCodes are the status codes counted by name; the rest count as "other".
-var statusCodes = [...]int{200, 201, 204, 400, 404, 405, 409, 413, 429, 499, 500, 501, 503, 504}
+var statusCodes = [...]int{200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 415, 429, 499, 500, 501, 503, 504}
 
 const numCodes = len(statusCodes) + 1
 
@@ -100,6 +100,9 @@ type Metrics struct {
 	started   atomic.Int64
 	ended     atomic.Int64
 	truncated atomic.Int64
+	expired   atomic.Int64 // episodes ended by the idle timeout
+	panics    atomic.Int64 // requests whose handler panicked
+	busy      atomic.Int64 // requests refused: too many body bytes in flight
 }
 
 // NewMetrics returns zeroed metrics.
@@ -189,6 +192,7 @@ func (m *Metrics) WriteTo(out io.Writer) (int64, error) {
 	fmt.Fprintln(w, "# HELP sample_serve_episodes_truncated_total Episodes the server ended (truncated) at shutdown or when idle.")
 	fmt.Fprintln(w, "# TYPE sample_serve_episodes_truncated_total counter")
 	fmt.Fprintf(w, "sample_serve_episodes_truncated_total %d\n", m.truncated.Load())
+	m.writeGuards(w)
 	err := w.Flush()
 	return cw.n, err
 }
@@ -222,3 +226,19 @@ func (p *pollObserver) Poll(dst *env.Batch) error {
 	}
 	return err
 }
+
+// writeGuards writes the counters of the server's defences.
+func (m *Metrics) writeGuards(w *bufio.Writer) {
+	fmt.Fprintln(w, "# HELP sample_serve_episodes_expired_total Episodes the server ended (truncated) after the idle timeout.")
+	fmt.Fprintln(w, "# TYPE sample_serve_episodes_expired_total counter")
+	fmt.Fprintf(w, "sample_serve_episodes_expired_total %d\n", m.expired.Load())
+	fmt.Fprintln(w, "# HELP sample_serve_panics_total Requests whose handler panicked (answered 500).")
+	fmt.Fprintln(w, "# TYPE sample_serve_panics_total counter")
+	fmt.Fprintf(w, "sample_serve_panics_total %d\n", m.panics.Load())
+	fmt.Fprintln(w, "# HELP sample_serve_busy_total Requests refused because too many body bytes were in flight.")
+	fmt.Fprintln(w, "# TYPE sample_serve_busy_total counter")
+	fmt.Fprintf(w, "sample_serve_busy_total %d\n", m.busy.Load())
+}
+
+// EpisodesExpired returns the number of episodes ended by the idle timeout.
+func (m *Metrics) EpisodesExpired() int64 { return m.expired.Load() }

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -45,10 +44,16 @@ func (ep *episodeState) openAgent() (string, *agentState) {
 // decodeAgents reads an object of agent id -> value of space sp, appending the values to
 // *flat and their places to b.refs, and fills m (cleared) with them. base is
 // ErrBadObservation or ErrBadAction for values outside sp.
-func decodeAgents(b *reqBuf, sp spaces.Space, flat *[]float32, m map[string][]float32, base error, what string) error {
+func decodeAgents(b *reqBuf, sp spaces.Space, flat *[]float32, m map[string][]float32, base error, what string, limit int) error {
 	d := &b.dec
 	refs := b.refs[:0]
 	err := d.Object(func(key []byte) error {
+		if len(key) > MaxAgentIDBytes {
+			return badRequest("an agent id has %d bytes, at most %d allowed", len(key), MaxAgentIDBytes)
+		}
+		if len(refs) >= limit {
+			return badRequest("more than %d agents in %s (the server's --max-agents)", limit, what)
+		}
 		off := len(*flat)
 		var err error
 		if *flat, err = d.Value(*flat, sp); err != nil {
@@ -89,7 +94,7 @@ func (s *Server) decodeObsMA(b *reqBuf, other func(key []byte) (bool, error)) er
 	err := member(&b.dec, func(key []byte) (bool, error) {
 		if string(key) == "observation" {
 			got = true
-			return true, decodeAgents(b, s.obsSpace, &b.obs, b.obsMap, externalenv.ErrBadObservation, "observation")
+			return true, decodeAgents(b, s.obsSpace, &b.obs, b.obsMap, externalenv.ErrBadObservation, "observation", s.maxAgents)
 		}
 		if other != nil {
 			return other(key)
@@ -104,6 +109,38 @@ func (s *Server) decodeObsMA(b *reqBuf, other func(key []byte) (bool, error)) er
 	}
 	if len(b.obsMap) == 0 {
 		return fmt.Errorf("%w: no agent observes", externalenv.ErrBadObservation)
+	}
+	return nil
+}
+
+// checkAgents refuses observations that would take episode id beyond s.maxAgents agents in
+// all (agents join during an episode, so one request under the bound is not enough).
+func (s *Server) checkAgents(id string, obs map[string][]float32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ep := s.episodes[id]
+	if ep == nil {
+		return nil // the env says what is wrong
+	}
+	n := len(ep.agents)
+	for agent := range obs {
+		if _, ok := ep.agents[agent]; !ok {
+			n++
+		}
+	}
+	if n > s.maxAgents {
+		return badRequest("episode %q would have %d agents, at most %d allowed (the server's --max-agents)", id, n, s.maxAgents)
+	}
+	return nil
+}
+
+// agentKey checks one agent id of a /returns object.
+func (s *Server) agentKey(key []byte, seen int) error {
+	if len(key) > MaxAgentIDBytes {
+		return badRequest("an agent id has %d bytes, at most %d allowed", len(key), MaxAgentIDBytes)
+	}
+	if seen >= s.maxAgents {
+		return badRequest("more than %d agents (the server's --max-agents)", s.maxAgents)
 	}
 	return nil
 }
@@ -138,6 +175,9 @@ func (s *Server) seenMA(id string, obs map[string][]float32) {
 // -> 200 {"action": {agent: action}} for the agents that act (those not marked done).
 func (s *Server) getActionMA(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error) {
 	if err := s.decodeObsMA(b, nil); err != nil {
+		return 0, err
+	}
+	if err := s.checkAgents(id, b.obsMap); err != nil {
 		return 0, err
 	}
 	acts, err := s.ma.GetAction(r.Context(), id, b.obsMap)
@@ -180,13 +220,16 @@ func (s *Server) logActionMA(b *reqBuf, id string, w http.ResponseWriter) (int, 
 			return false, nil
 		}
 		gotAct = true
-		return true, decodeAgents(b, s.actSpace, &b.act, b.actMap, externalenv.ErrBadAction, "action")
+		return true, decodeAgents(b, s.actSpace, &b.act, b.actMap, externalenv.ErrBadAction, "action", s.maxAgents)
 	})
 	if err != nil {
 		return 0, err
 	}
 	if !gotAct {
 		return 0, badRequest(`missing member "action" (an object of agent id -> action)`)
+	}
+	if err := s.checkAgents(id, b.obsMap); err != nil {
+		return 0, err
 	}
 	if err := s.ma.LogAction(id, b.obsMap, b.actMap); err != nil {
 		return 0, err
@@ -211,12 +254,15 @@ func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int,
 		case "reward", "rewards":
 			got = true
 			return true, d.Object(func(agent []byte) error {
+				if err := s.agentKey(agent, len(rewards)); err != nil {
+					return err
+				}
 				v, err := d.Float64()
 				if err != nil {
 					return err
 				}
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return badRequest("reward %v of agent %q is not finite", v, agent)
+				if err := checkReward(v, agent); err != nil {
+					return err
 				}
 				rewards[string(agent)] += v
 				return nil
@@ -226,6 +272,9 @@ func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int,
 				dones = map[string]bool{}
 			}
 			return true, d.Object(func(agent []byte) error {
+				if err := s.agentKey(agent, len(dones)); err != nil {
+					return err
+				}
 				v, err := d.Bool()
 				dones[string(agent)] = v
 				return err
@@ -272,13 +321,13 @@ func decodeInfoMA(d *wire.Decoder) (env.Info, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, badRequest("info: want an object of agent id -> info object: %v", err)
+		return nil, badRequest("info: %s", jsonProblem(err, "an object of agent id -> info object"))
 	}
 	info := env.Info{}
 	for agent, v := range m {
 		var one map[string]any
 		if err := json.Unmarshal(v, &one); err != nil {
-			return nil, badRequest("info of agent %q: want an object: %v", agent, err)
+			return nil, badRequest("info of agent %q: %s", agent, jsonProblem(err, "an object"))
 		}
 		if one != nil {
 			info[agent] = one
@@ -293,6 +342,9 @@ func (s *Server) endEpisodeMA(b *reqBuf, id string, w http.ResponseWriter) (int,
 	if err := s.decodeObsMA(b, func(key []byte) (bool, error) {
 		return truncatedMember(&b.dec, key, &truncated)
 	}); err != nil {
+		return 0, err
+	}
+	if err := s.checkAgents(id, b.obsMap); err != nil {
 		return 0, err
 	}
 	end := s.ma.EndEpisode

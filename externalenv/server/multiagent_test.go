@@ -84,6 +84,7 @@ func TestMultiAgentErrors(t *testing.T) {
 		{"reward not an object", "/v1/episodes/m/returns", `{"reward": 1}`, 400, wire.CodeBadRequest, "want an object"},
 		{"missing reward", "/v1/episodes/m/returns", `{"done": {"a": true}}`, 400, wire.CodeBadRequest, `missing member "reward"`},
 		{"NaN reward", "/v1/episodes/m/returns", `{"reward": {"a": NaN}}`, 400, wire.CodeBadRequest, "not finite"},
+		{"float32 overflow reward", "/v1/episodes/m/returns", `{"reward": {"a": -1e39}}`, 400, wire.CodeBadRequest, "does not fit"},
 		{"bad info", "/v1/episodes/m/returns", `{"reward": {"a": 1}, "info": {"a": 3}}`, 400, wire.CodeBadRequest, "info of agent"},
 		{"unknown episode", "/v1/episodes/x/action", `{"observation": {"a": [0,0,0,0]}}`, 404, wire.CodeEpisodeNotFound, "not found"},
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +44,18 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives unexpected errors (500s); nil means slog.Default().
 	Logger *slog.Logger
+	// IdleTimeout ends an episode (truncated, recorded, its slot freed) once it has had no
+	// request for this long; 0 means DefaultIdleTimeout, negative means never.
+	IdleTimeout time.Duration
+	// MaxAgents bounds the agents of one multi-agent episode (400 beyond); 0 means
+	// DefaultMaxAgents.
+	MaxAgents int
+	// MaxBodiesInFlight bounds the request body bytes read or held at once (503 beyond, to
+	// retry); 0 means DefaultMaxBodiesInFlight.
+	MaxBodiesInFlight int64
+	// Access says who may call the API (token, origins, host names); the zero value lets
+	// anyone through who can reach the listener.
+	Access Access
 }
 
 // Server is the policy server's http.Handler: the episode endpoints over an ExternalEnv,
@@ -72,6 +83,13 @@ type Server struct {
 	closeErr  error
 
 	bufs sync.Pool // *reqBuf
+
+	idle       time.Duration // 0: episodes never expire
+	reaperDone chan struct{} // closed when the reaper has returned
+	maxAgents  int
+	failure    atomic.Pointer[error] // set by Fail
+	budget     bodyBudget
+	access     Access
 }
 
 // episodeState is what the server keeps of a running episode: its last observation, so
@@ -79,6 +97,10 @@ type Server struct {
 type episodeState struct {
 	last []float32
 	seen bool // an observation was reported
+	// For the idle timeout: requests in flight, and when the last one started or ended
+	// (UnixNano).
+	busy    int
+	touched int64
 	// Multi-agent: the agents that reported, by id.
 	agents map[string]*agentState
 }
@@ -107,11 +129,32 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("server: MaxBodyBytes %d, want >= 0", opts.MaxBodyBytes)
 	}
+	if opts.MaxBodiesInFlight < 0 {
+		return nil, fmt.Errorf("server: MaxBodiesInFlight %d, want >= 0", opts.MaxBodiesInFlight)
+	}
+	if opts.MaxAgents < 0 {
+		return nil, fmt.Errorf("server: MaxAgents %d, want >= 0", opts.MaxAgents)
+	}
 	s := &Server{
 		env: opts.Env, ma: opts.MultiAgentEnv,
 		actor: opts.Actor, maxBody: opts.MaxBodyBytes, metrics: opts.Metrics, log: opts.Logger,
 		episodes: map[string]*episodeState{}, runDone: make(chan struct{}),
+		idle: opts.IdleTimeout, maxAgents: opts.MaxAgents, reaperDone: make(chan struct{}),
 	}
+	switch {
+	case s.idle == 0:
+		s.idle = DefaultIdleTimeout
+	case s.idle < 0:
+		s.idle = 0
+	}
+	if s.maxAgents == 0 {
+		s.maxAgents = DefaultMaxAgents
+	}
+	s.budget.limit = opts.MaxBodiesInFlight
+	if s.budget.limit == 0 {
+		s.budget.limit = DefaultMaxBodiesInFlight
+	}
+	s.access = opts.Access.normalized()
 	if s.env != nil {
 		s.obsSpace, s.actSpace = s.env.ObservationSpace(), s.env.ActionSpace()
 	} else {
@@ -151,6 +194,11 @@ func New(opts Options) (*Server, error) {
 	} else {
 		s.ma.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalMultiAgentEnv) error { return run(ctx) })
 	}
+	if s.idle > 0 {
+		go s.reap()
+	} else {
+		close(s.reaperDone)
+	}
 	return s, nil
 }
 
@@ -173,34 +221,16 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		var errs []error
 		for id, ep := range open {
-			var err error
-			switch {
-			case s.ma != nil:
-				// One agent that has not ended is enough: the others end with their last
-				// observation repeated.
-				agent, a := ep.openAgent()
-				if a == nil {
-					continue // every agent has ended: nothing left to record
-				}
-				err = s.ma.EndEpisodeTruncated(id, map[string][]float32{agent: a.last})
-			case ep.seen:
-				err = s.env.EndEpisodeTruncated(id, ep.last)
-			default:
-				continue // nothing reported: nothing to record
-			}
+			err := s.endOpen(id, ep, false)
 			if errors.Is(err, externalenv.ErrStopped) {
 				break // the sampler failed and the env was stopped: nothing can be recorded
 			}
-			switch {
-			case err == nil:
-				s.metrics.truncated.Add(1)
-			case errors.Is(err, externalenv.ErrEpisodeDone), errors.Is(err, externalenv.ErrEpisodeNotFound):
-				// ended meanwhile (a request raced with Close)
-			default:
-				errs = append(errs, fmt.Errorf("server: end episode %q: %w", id, err))
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
 		close(s.runDone)
+		<-s.reaperDone
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -215,6 +245,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) (endpoint, int) {
 	path := r.URL.Path
+	if path != "/healthz" {
+		if err := s.admit(r); err != nil {
+			return epOther, s.fail(w, err)
+		}
+	}
 	switch path {
 	case "/v1/episodes":
 		if r.Method != http.MethodPost {
@@ -272,18 +307,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (endpoint, int) {
 
 // handle reads the body into a pooled buffer and runs the endpoint's handler, which either
 // writes its response and returns the status code, or returns an error that handle writes.
-func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id string) int {
+//
+// A panic in a handler is answered 500 (see recoverRequest); its buffers are dropped.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id string) (code int) {
+	if id != "" {
+		s.touch(id, 1)
+		defer s.touch(id, -1)
+	}
 	b := s.bufs.Get().(*reqBuf)
-	defer s.putBuf(b)
-	var err error
+	defer func() {
+		if v := recover(); v != nil {
+			code = s.recoverRequest(w, v, ep, id)
+			return
+		}
+		s.putBuf(b)
+	}()
+	if err := checkJSON(r); err != nil {
+		return s.fail(w, err)
+	}
+	reserved, err := s.reserve(r)
+	if err != nil {
+		return s.fail(w, err)
+	}
+	defer s.budget.release(reserved)
 	if b.body, err = s.readBody(r, b.body[:0]); err != nil {
 		return s.fail(w, err)
 	}
 	if s.isClosed() {
 		return s.fail(w, ErrClosed)
 	}
+	if f := s.failure.Load(); f != nil && ep != epAct {
+		return s.fail(w, &errFailed{*f})
+	}
 	b.dec.Reset(b.body)
-	var code int
 	switch ep {
 	case epStart:
 		code, err = s.startEpisode(b, w)
@@ -411,10 +467,20 @@ func methodNotAllowed(w http.ResponseWriter, allow string) int {
 // fail writes err as an error response with the status code it maps to.
 func (s *Server) fail(w http.ResponseWriter, err error) int {
 	code, errCode := status(err)
-	if code == http.StatusInternalServerError {
-		s.log.Error("server: internal error", "err", err)
+	if code == http.StatusServiceUnavailable && errors.Is(err, externalenv.ErrStopped) {
+		if f := s.Failure(); f != nil {
+			// The request waited on the sampler, which failed.
+			code, errCode, err = http.StatusInternalServerError, wire.CodeInternal, &errFailed{f}
+		}
 	}
-	return writeError(w, code, errCode, err.Error())
+	var failed *errFailed
+	switch {
+	case code == http.StatusInternalServerError && !errors.As(err, &failed): // the failure is reported once, by Fail's caller
+		s.log.Error("server: internal error", "err", err)
+	case code == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sample serve"`)
+	}
+	return writeError(w, code, errCode, publicMessage(err))
 }
 
 // status maps an error to its HTTP status and error code.
@@ -428,6 +494,16 @@ func status(err error) (int, string) {
 		return http.StatusBadRequest, wire.CodeBadRequest
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge
+	case errors.Is(err, errContentType):
+		return http.StatusUnsupportedMediaType, wire.CodeMediaType
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, wire.CodeUnauthorized
+	case errors.Is(err, errForeignHost), errors.Is(err, errOrigin):
+		return http.StatusForbidden, wire.CodeForbidden
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable, wire.CodeUnavailable
+	case errors.As(err, new(*errFailed)):
+		return http.StatusServiceUnavailable, wire.CodeUnavailable
 	case errors.Is(err, externalenv.ErrBadObservation):
 		return http.StatusBadRequest, wire.CodeBadObservation
 	case errors.Is(err, externalenv.ErrBadAction):
@@ -464,6 +540,11 @@ func (s *Server) health(w http.ResponseWriter) int {
 	s.mu.Unlock()
 	if closed {
 		return writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"shutting down"}`))
+	}
+	if f := s.Failure(); f != nil {
+		body := wire.AppendString([]byte(`{"status":"failing","error":`), publicMessage(f))
+		body = strconv.AppendInt(append(body, `,"active_episodes":`...), int64(n), 10)
+		return writeJSON(w, http.StatusServiceUnavailable, append(body, '}'))
 	}
 	body := strconv.AppendInt([]byte(`{"status":"ok","active_episodes":`), int64(n), 10)
 	return writeJSON(w, http.StatusOK, append(body, '}'))
@@ -554,7 +635,7 @@ func (s *Server) startEpisode(b *reqBuf, w http.ResponseWriter) (int, error) {
 	}
 	s.mu.Lock()
 	if !s.closed.Load() {
-		s.episodes[id] = &episodeState{}
+		s.episodes[id] = &episodeState{touched: time.Now().UnixNano()}
 		s.metrics.active.Store(int64(len(s.episodes)))
 	}
 	s.mu.Unlock()
@@ -668,7 +749,7 @@ func decodeInfo(d *wire.Decoder) (env.Info, error) {
 	}
 	var info env.Info
 	if err := json.Unmarshal(raw, &info); err != nil {
-		return nil, badRequest("info: %v", err)
+		return nil, badRequest("info: %s", jsonProblem(err, "an object"))
 	}
 	return info, nil
 }
@@ -698,8 +779,8 @@ func (s *Server) logReturns(b *reqBuf, id string, w http.ResponseWriter) (int, e
 	if !got {
 		return 0, badRequest(`missing member "reward"`)
 	}
-	if math.IsNaN(reward) || math.IsInf(reward, 0) {
-		return 0, badRequest("reward %v is not finite", reward)
+	if err := checkReward(reward, nil); err != nil {
+		return 0, err
 	}
 	if err := s.env.LogReturns(id, reward, info); err != nil {
 		return 0, err

@@ -98,6 +98,7 @@ func TestErrors(t *testing.T) {
 		{"missing action", "POST", "/v1/episodes/a/log_action", `{"observation": [0,0,0,0]}`, 400, wire.CodeBadRequest, `missing member "action"`},
 		{"missing reward", "POST", "/v1/episodes/a/returns", `{}`, 400, wire.CodeBadRequest, `missing member "reward"`},
 		{"NaN reward", "POST", "/v1/episodes/a/returns", `{"reward": NaN}`, 400, wire.CodeBadRequest, "not finite"},
+		{"float32 overflow reward", "POST", "/v1/episodes/a/returns", `{"reward": 1e39}`, 400, wire.CodeBadRequest, "does not fit"},
 		{"bad info", "POST", "/v1/episodes/a/returns", `{"reward": 1, "info": [1]}`, 400, wire.CodeBadRequest, "info"},
 		{"unknown episode action", "POST", "/v1/episodes/nope/action", `{"observation": [0,0,0,0]}`, 404, wire.CodeEpisodeNotFound, `"nope"`},
 		{"unknown episode returns", "POST", "/v1/episodes/nope/returns", `{"reward": 1}`, 404, wire.CodeEpisodeNotFound, "not found"},
@@ -124,6 +125,7 @@ func TestErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			req, err := http.NewRequest(c.method, h.url+c.path, strings.NewReader(c.body))
 			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			r := readResponse(t, res)
@@ -140,6 +142,7 @@ func TestErrors(t *testing.T) {
 	t.Run("chunked too large", func(t *testing.T) {
 		req, err := http.NewRequest("POST", h.url+"/v1/episodes/a/action", io.MultiReader(strings.NewReader(big)))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = -1
 		res, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowSockets opens n connections to addr that each send a POST's headers and one byte of
+// a 100-byte body, then stall.
+func slowSockets(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	req := "POST /v1/episodes HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, err = c.Write([]byte(req))
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+// healthLatencies times k /healthz requests, each on a new connection (a probe's way).
+func healthLatencies(t *testing.T, url string, k int) []time.Duration {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var ds []time.Duration
+	for range k {
+		start := time.Now()
+		res, err := hc.Get(url + "/healthz")
+		require.NoError(t, err)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+func p99(ds []time.Duration) time.Duration { return ds[(len(ds)*99+99)/100-1] }
+
+// The reproduction: sockets that send headers and one body byte made /healthz time
+// out. With 2,000 of them open /healthz answers within 100 ms at p99.
+func TestServeSlowSockets(t *testing.T) {
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace)
+	addr := strings.TrimPrefix(p.url, "http://")
+	slowSockets(t, addr, n)
+	ds := healthLatencies(t, p.url, 200)
+	t.Logf("/healthz with %d slow sockets: p50 %v, p99 %v, max %v", n, ds[len(ds)/2], p99(ds), ds[len(ds)-1])
+	assert.Less(t, p99(ds), 100*time.Millisecond)
+}
+
+// Beyond --max-connections a connection is answered 503 at once and closed (a flood cannot
+// take every file descriptor), and --read-timeout ends the stalled requests.
+func TestServeConnectionLimitAndReadTimeout(t *testing.T) {
+	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
+		"--read-timeout", "1s", "--max-connections", "20")
+	addr := strings.TrimPrefix(p.url, "http://")
+	conns := slowSockets(t, addr, 20)
+	time.Sleep(100 * time.Millisecond) // let the server accept them
+	for _, c := range slowSockets(t, addr, 5) {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(c)
+		assert.True(t, strings.HasPrefix(string(b), "HTTP/1.1 503"), "beyond the limit: %q", b)
+	}
+	// The read timeout ends the stalled requests: each socket is closed by the server.
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.ReadAll(c)
+		assert.NoError(t, err, "a stalled request outlived --read-timeout")
+	}
+	// The slots are free again.
+	res, err := http.Get(p.url + "/healthz")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
