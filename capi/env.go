@@ -203,6 +203,8 @@ func (e *cenv) withEpisode(id []byte, f func(r *episodeRec) error) error {
 
 // getAction reports obs for episode id and waits for its action, written to act.
 func (e *cenv) getAction(id []byte, obs, act []float32) error {
+	waitIn()
+	defer waitOut()
 	return e.withEpisode(id, func(r *episodeRec) error {
 		a, err := e.ext.GetAction(context.Background(), r.id, obs)
 		if err != nil {
@@ -225,6 +227,8 @@ var batchScratchPool = sync.Pool{New: func() any { return &batchScratch{} }}
 // getActions is getAction for len(ids) episodes at once; acts has room for their actions.
 // When episode i fails, the actions of those before it are written (see the header).
 func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
+	waitIn()
+	defer waitOut()
 	if err := e.enter(); err != nil {
 		return err
 	}

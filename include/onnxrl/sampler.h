@@ -30,6 +30,9 @@
  *     file named by ONNXRUNTIME_SHARED_LIBRARY_PATH, from beside this library, from the
  *     project's third_party/onnxruntime/ (looked for above the working directory and the
  *     executable), or from the system's library path, in that order.
+ *   - Threads that wait in onnxrl_episode_get_action(s) each need a Go processor while they
+ *     run Go code: the library raises GOMAXPROCS to the most such threads seen at once plus
+ *     one (for the sampler), unless the GOMAXPROCS environment variable was set.
  */
 #ifndef ONNXRL_SAMPLER_H
 #define ONNXRL_SAMPLER_H
