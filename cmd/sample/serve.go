@@ -277,8 +277,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var sig os.Signal
 	mode := "single-agent"
 	if f.multiAgent {
 		mode = "multi-agent"
@@ -291,7 +293,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 wait:
 	for {
 		select {
-		case <-ctx.Done():
+		case sig = <-sigs:
 			break wait
 		case <-samplerDone:
 			// The sampler failed (a full disk, a panic): the server stays up, unhealthy, so
@@ -307,7 +309,7 @@ wait:
 			break wait
 		}
 	}
-	stop() // a second signal kills the process
+	signal.Stop(sigs) // a second signal kills the process
 
 	// Stop accepting, let the requests in flight finish, end the open episodes (truncated),
 	// let the sampler poll what is left and write its last batch, close the file.
@@ -349,5 +351,11 @@ wait:
 		}
 		runErr = errSamplerFailed
 	}
-	return errors.Join(runErr, closeErr, samplerErr, writeErr)
+	if err := errors.Join(runErr, closeErr, samplerErr, writeErr); err != nil {
+		return err
+	}
+	if sig == os.Interrupt {
+		return errInterrupted // exit status 130, as after `sample run`; SIGTERM is a clean stop (0)
+	}
+	return nil
 }

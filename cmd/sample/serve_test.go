@@ -320,3 +320,19 @@ func TestServeBadInput(t *testing.T) {
 	assert.NotContains(t, errs, "goroutine")
 	assert.NotContains(t, errs, "panic")
 }
+
+// TestServeInterruptExitStatus: SIGINT stops the server as cleanly as SIGTERM (the file
+// written, the summary printed) and exits 130, as a shell reports an interrupted command;
+// SIGTERM, the way services are stopped, exits 0 (see (*serveProcess).stop).
+func TestServeInterruptExitStatus(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "int.jsonl")
+	p := startServe(t, "--out", out)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	<-p.done
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, p.stderrText())
+	assert.Equal(t, 130, ee.ExitCode(), p.stderrText())
+	assert.Contains(t, p.stderrText(), "stopped after")
+	assert.NotContains(t, p.stderrText(), "panic")
+}
