@@ -161,6 +161,7 @@ type core struct {
 	timeout            time.Duration
 	maxBatch           int
 	maxWait            time.Duration
+	idlePoll           time.Duration
 	multi              bool
 
 	seed   maphash.Seed
@@ -203,6 +204,7 @@ type coreOptions struct {
 	timeout            time.Duration
 	maxBatch           int
 	maxWait            time.Duration
+	idlePoll           time.Duration
 	multi              bool
 	defaultBatch       func(maxEpisodes int) int
 }
@@ -217,9 +219,9 @@ func newCore(o coreOptions) (*core, error) {
 	if err := o.actSpace.Validate(); err != nil {
 		return nil, fmt.Errorf("externalenv: action space: %w", err)
 	}
-	if o.maxEpisodes < 0 || o.maxBatch < 0 || o.maxWait < 0 {
-		return nil, fmt.Errorf("externalenv: MaxConcurrentEpisodes %d, MaxBatch %d and MaxWait %v must not be negative",
-			o.maxEpisodes, o.maxBatch, o.maxWait)
+	if o.maxEpisodes < 0 || o.maxBatch < 0 || o.maxWait < 0 || o.idlePoll < 0 {
+		return nil, fmt.Errorf("externalenv: MaxConcurrentEpisodes %d, MaxBatch %d, MaxWait %v and IdlePoll %v must not be negative",
+			o.maxEpisodes, o.maxBatch, o.maxWait, o.idlePoll)
 	}
 	if o.maxEpisodes == 0 {
 		o.maxEpisodes = 100
@@ -234,7 +236,7 @@ func newCore(o coreOptions) (*core, error) {
 		obsSpace: o.obsSpace, actSpace: o.actSpace,
 		obsSize: o.obsSpace.Size(), actSize: o.actSpace.Size(),
 		maxEpisodes: o.maxEpisodes, timeout: o.timeout,
-		maxBatch: o.maxBatch, maxWait: o.maxWait, multi: o.multi,
+		maxBatch: o.maxBatch, maxWait: o.maxWait, idlePoll: o.idlePoll, multi: o.multi,
 		seed:   maphash.MakeSeed(),
 		done:   map[string]struct{}{},
 		stopCh: make(chan struct{}),

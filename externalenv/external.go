@@ -28,6 +28,10 @@ type Options struct {
 	// MaxWait enables dynamic batching: once one observation is pending, Poll waits up to
 	// MaxWait for more, until MaxBatch. 0 means: report what is pending.
 	MaxWait time.Duration
+	// IdlePoll, when positive, makes Poll return with nothing once it has waited that long
+	// without an observation, so that the sampler gets to do its periodic work (a flush of
+	// what it collected) while no simulator calls. 0: Poll waits for an observation.
+	IdlePoll time.Duration
 }
 
 // ExternalEnv is RLlib's ExternalEnv: a simulator that drives itself (its own goroutines)
@@ -45,7 +49,7 @@ type ExternalEnv struct {
 // New returns an ExternalEnv with opts (see Options for the defaults).
 func New(opts Options) (*ExternalEnv, error) {
 	c, err := newCore(coreOptions{obsSpace: opts.ObservationSpace, actSpace: opts.ActionSpace,
-		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait,
+		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait, idlePoll: opts.IdlePoll,
 		defaultBatch: func(maxEpisodes int) int { return min(1024, maxEpisodes) }})
 	if err != nil {
 		return nil, err

@@ -442,3 +442,25 @@ func TestIDCopies(t *testing.T) {
 		assert.ErrorIs(t, err, externalenv.ErrEpisodeDone)
 	}
 }
+
+// TestIdlePoll: with IdlePoll, Poll returns with nothing after waiting that long without an
+// observation (so the sampler can flush), and as before when one comes first.
+func TestIdlePoll(t *testing.T) {
+	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 2, IdlePoll: 20 * time.Millisecond, MaxWait: time.Millisecond})
+	b := &env.Batch{}
+	start := time.Now()
+	require.NoError(t, e.Poll(b))
+	assert.Empty(t, b.Agents)
+	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+
+	id, err := e.StartEpisode("", true)
+	require.NoError(t, err)
+	res := getAction(context.Background(), e, id, []float32{0.01, 0, 0, 0})
+	b = poll(t, e)
+	require.Len(t, b.Agents, 1)
+	require.NoError(t, e.SendActions([]env.Action{{Env: b.Agents[0].Env, Agent: b.Agents[0].Agent, Action: []float32{1}}}))
+	require.NoError(t, (<-res).err)
+
+	_, err = externalenv.New(externalenv.Options{ObservationSpace: e.ObservationSpace(), ActionSpace: e.ActionSpace(), IdlePoll: -1})
+	assert.Error(t, err)
+}

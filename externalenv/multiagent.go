@@ -29,6 +29,8 @@ type MultiAgentOptions struct {
 	// MaxWait enables dynamic batching: once one observation is pending, Poll waits up to
 	// MaxWait for more, until MaxBatch. 0 means: report what is pending.
 	MaxWait time.Duration
+	// IdlePoll: see Options.IdlePoll.
+	IdlePoll time.Duration
 }
 
 // ExternalMultiAgentEnv is RLlib's ExternalMultiAgentEnv: ExternalEnv for a simulator whose
@@ -46,7 +48,7 @@ type ExternalMultiAgentEnv struct {
 // defaults).
 func NewMultiAgent(opts MultiAgentOptions) (*ExternalMultiAgentEnv, error) {
 	c, err := newCore(coreOptions{obsSpace: opts.ObservationSpace, actSpace: opts.ActionSpace,
-		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait,
+		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait, idlePoll: opts.IdlePoll,
 		multi: true, defaultBatch: func(int) int { return 1024 }})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,12 @@ func (c *core) poll(dst *env.Batch) error {
 	c.later = c.later[:0]
 	n := 0
 	var deadline <-chan time.Time
+	timing := noWait
+	defer func() {
+		if timing != noWait {
+			c.pollTimer.Stop()
+		}
+	}()
 	for {
 		if c.stopped.Load() {
 			return ErrStopped
@@ -39,17 +45,14 @@ func (c *core) poll(dst *env.Batch) error {
 			return rerr
 		}
 		want := int64(1)
-		if n > 0 {
+		switch {
+		case n > 0 && timing != batchWait: // MaxWait from the first observation on
 			want = int64(c.maxBatch - n)
-			if deadline == nil {
-				if c.pollTimer == nil {
-					c.pollTimer = time.NewTimer(c.maxWait)
-				} else {
-					c.pollTimer.Reset(c.maxWait)
-				}
-				defer c.pollTimer.Stop()
-				deadline = c.pollTimer.C
-			}
+			deadline, timing = c.startPollTimer(c.maxWait), batchWait
+		case n > 0:
+			want = int64(c.maxBatch - n)
+		case c.idlePoll > 0 && timing == noWait: // IdlePoll: return with nothing
+			deadline, timing = c.startPollTimer(c.idlePoll), idleWait
 		}
 		if !c.ready.sleepUntil(want) {
 			continue
@@ -69,6 +72,25 @@ func (c *core) poll(dst *env.Batch) error {
 		}
 		c.ready.awake()
 	}
+}
+
+// pollWait is what Poll's timer measures.
+type pollWait uint8
+
+const (
+	noWait    pollWait = iota
+	idleWait           // IdlePoll, while nothing is pending
+	batchWait          // MaxWait, since the first observation
+)
+
+// startPollTimer (re)starts Poll's timer for d and returns its channel.
+func (c *core) startPollTimer(d time.Duration) <-chan time.Time {
+	if c.pollTimer == nil {
+		c.pollTimer = time.NewTimer(d)
+	} else {
+		c.pollTimer.Reset(d) // Go 1.23 timers: no stale tick survives Reset
+	}
+	return c.pollTimer.C
 }
 
 // drain reports pending events until the batch holds maxBatch observations (n are in

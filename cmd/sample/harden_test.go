@@ -180,6 +180,25 @@ func TestServeFlushInterval(t *testing.T) {
 	assert.GreaterOrEqual(t, rowsOf(bs), int64(s.steps), "every step of the ended episodes survived SIGKILL")
 }
 
+// An idle server writes the steps served before its clients went quiet at the flush
+// interval, without another step to wake it (Poll returns at the interval: IdlePoll).
+func TestServeFlushIntervalIdle(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "idle.jsonl")
+	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
+		"--out", out, "--fragment-length", "100000", "--flush-interval", "50ms")
+	c, err := client.New(p.url, client.Options{})
+	require.NoError(t, err)
+	defer c.CloseIdleConnections()
+	var s served
+	for i := range 2 {
+		require.NoError(t, cartPoleEpisode(context.Background(), c, fmt.Sprint("idle-", i), uint64(i), false, &s))
+	}
+	// No further request: only the idle Poll lets the sampler flush.
+	require.Eventually(t, func() bool { return rowsWritten(out) >= int64(s.steps) }, 10*time.Second, 10*time.Millisecond,
+		"the steps served before the server went idle did not reach the file")
+	p.stop(t)
+}
+
 // The reproduction, scaled: infer read all of 10^8 values (37.6 s, 4.15 GB) before
 // a misleading shape error. The model's input [batch, 4] takes at most 4 x 2^20 values: an
 // input with more fails at the first value over the limit, saying so.

@@ -182,16 +182,22 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 	f.guard.apply(&so, f.addr)
 	var be env.BaseEnv
 	var numEnvs int
+	// An idle server's Poll returns at the flush interval, so that the steps served before
+	// the clients went quiet are written then, not at the next step or at shutdown.
+	var idlePoll time.Duration
+	if f.out != "" {
+		idlePoll = f.guard.flushInterval
+	}
 	if f.multiAgent {
 		e, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: s.obs, ActionSpace: s.act,
-			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait})
+			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait, IdlePoll: idlePoll})
 		if err != nil {
 			return nil, err
 		}
 		so.MultiAgentEnv, be, numEnvs = e, e, e.NumEnvs()
 	} else {
 		e, err := externalenv.New(externalenv.Options{ObservationSpace: s.obs, ActionSpace: s.act,
-			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait})
+			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait, IdlePoll: idlePoll})
 		if err != nil {
 			return nil, err
 		}

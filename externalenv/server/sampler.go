@@ -40,8 +40,9 @@ type SamplerOptions struct {
 	// passed since the last flush, the sampler takes what it has collected (a partial
 	// fragment, its episodes cut as at a fragment's end) after its next step, hands it to
 	// Write and calls Flush. At 1,024 episodes and fragments of 200 steps, a crash could
-	// otherwise lose 204,800 steps. The check runs after each step: a server that goes idle
-	// keeps the steps since the last flush until its next step or its shutdown.
+	// otherwise lose 204,800 steps. The check runs after each step; give the env an IdlePoll
+	// of the same length (externalenv.Options) so that a step also ends while no simulator
+	// calls, or an idle server keeps the steps since the last flush until its next request.
 	FlushInterval time.Duration
 	// Flush, when set, makes what Write accepted durable (output.Writer.Flush); it is called
 	// every FlushInterval and its successes are what Flushed counts.
