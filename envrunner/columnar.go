@@ -168,8 +168,8 @@ func (r *Runner) addColumn(e env.EnvID) {
 	if a == nil || a.ep != ep {
 		if len(ep.agents) > 0 {
 			a = ep.agents[0]
-		} else {
-			a = r.newAgent(ep, env.DefaultAgentID)
+		} else if a = r.newAgent(ep, env.DefaultAgentID); a == nil {
+			return // an unknown policy: Step reports r.mapErr
 		}
 		r.colRec[e] = a
 	}

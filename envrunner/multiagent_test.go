@@ -221,11 +221,16 @@ func TestMultiPolicy(t *testing.T) {
 	}
 }
 
-// A mapping to a policy the runner does not have is a programmer error: Step panics
-// naming the agent.
-func TestMappingToUnknownPolicyPanics(t *testing.T) {
+// A mapping to a policy the runner does not have is an error of Step naming the agent, the
+// policy and the runner's policies, not a panic (RLlib raises too); the runner still closes.
+func TestMappingToUnknownPolicyIsAnError(t *testing.T) {
 	r := newRunner(t, envrunner.Config{Env: makeEnv(t, "RandomEnv", nil, envOpts{numEnvs: 2}), NumEnvs: 2,
 		Policies:      randomPolicies("a", "b"),
 		PolicyMapping: func(env.AgentID, *envrunner.Episode) envrunner.PolicyID { return "c" }})
-	assert.PanicsWithValue(t, `envrunner: PolicyMapping("agent0") returned an unknown policy`, func() { _ = r.Step() })
+	var err error
+	require.NotPanics(t, func() { err = r.Step() })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `PolicyMapping("agent0") returned "c", which is not one of the runner's policies [a b]`)
+	require.NotPanics(t, func() { err = r.Step() })
+	assert.Error(t, err, "the next step fails the same way")
 }

@@ -43,7 +43,8 @@ type Config struct {
 	Policies map[PolicyID]PolicyConfig
 	// PolicyMapping maps an agent of an episode to its policy, once per agent and episode.
 	// Nil is allowed with one policy (every agent maps to it). Returning an id that is not
-	// in Policies is a programmer error: Step panics.
+	// in Policies makes Step return an error naming it, then and at every later Step (the
+	// rows of that step got no actions): close the runner.
 	PolicyMapping func(agent env.AgentID, ep *Episode) PolicyID
 	// Seed seeds the runner's random source (action sampling, episode ids). Runners of one
 	// run differ by Worker; the environments are seeded by their BaseEnv.
@@ -127,6 +128,7 @@ type Runner struct {
 	perf                           perfStats
 	started                        int64 // episodes started that count
 	runErr                         error
+	mapErr                         error // PolicyMapping named an unknown policy: every Step returns it
 	progress                       progress
 	closed                         bool
 
@@ -377,6 +379,9 @@ func (r *Runner) Step() error {
 	if r.closed {
 		return errClosed
 	}
+	if r.mapErr != nil { // the polled rows of that step were left without actions
+		return r.mapErr
+	}
 	r.batch.Clear()
 	t0 := time.Now()
 	var ready []env.EnvID
@@ -443,6 +448,9 @@ func (r *Runner) Step() error {
 	}
 	for i := nAgents; i < len(r.batch.Agents); i++ {
 		r.addRow(&r.batch.Agents[i])
+	}
+	if r.mapErr != nil {
+		return r.mapErr
 	}
 	agents, envs := len(r.batch.Agents)+cols, len(r.batch.Envs)+cols
 	r.act()
@@ -595,18 +603,29 @@ func (r *Runner) addRow(o *env.AgentObs) {
 	}
 	a := ep.agent(o.Agent)
 	if a == nil {
-		a = r.newAgent(ep, o.Agent)
+		if a = r.newAgent(ep, o.Agent); a == nil {
+			return // an unknown policy: Step reports r.mapErr
+		}
 	} else if a.done {
 		return // a done agent reported again; nothing to do
 	}
 	r.take(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction, false)
 }
 
-// newAgent makes the record of an agent that appears in the episode.
+// newAgent makes the record of an agent that appears in the episode, or returns nil and
+// sets r.mapErr when PolicyMapping names a policy the runner does not have.
 func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
-	p := r.byID[r.mapping(id, ep)]
+	pid := r.mapping(id, ep)
+	p := r.byID[pid]
 	if p == nil {
-		panic(fmt.Sprintf("envrunner: PolicyMapping(%q) returned an unknown policy", id))
+		if r.mapErr == nil {
+			ids := make([]PolicyID, len(r.policies))
+			for i, p := range r.policies {
+				ids[i] = p.id
+			}
+			r.mapErr = fmt.Errorf("envrunner: PolicyMapping(%q) returned %q, which is not one of the runner's policies %v", id, pid, ids)
+		}
+		return nil
 	}
 	a := p.newRec()
 	a.id, a.ep, a.index = id, ep, int32(len(ep.agents))
