@@ -374,7 +374,9 @@ func (r *Runner) endEpisode(ep *Episode) {
 	ep.endCalled = true
 	r.episodesDone++
 	r.progress.returnSum += ep.TotalReward
-	r.cb.OnEpisodeEnd(r, ep)
+	if r.cb.end != nil {
+		r.cb.end.OnEpisodeEnd(r, ep)
+	}
 	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length, EpisodeReturn: ep.TotalReward}
 	if n := len(ep.agents); n > 1 {
 		// The callers keep the metrics: cut them from a slab that is never written twice,

@@ -1,30 +1,57 @@
 package envrunner
 
 // Callbacks are called by a runner on its goroutine (RLlib's RLlibCallback for the env
-// runner). Embed BaseCallbacks to implement only some of them. An Episode is reused once it
-// ends; do not keep it after OnEpisodeEnd.
-type Callbacks interface {
-	// OnEpisodeCreated is called when the runner makes the episode object for a sub-env,
-	// before OnEpisodeStart.
+// runner). Config.Callbacks is any value: the runner looks once, in New, for the methods
+// below (each an interface of its own) and calls those it has, so a value that has
+// OnEpisodeEnd only costs the runner nothing on its steps. An Episode is reused once it ends;
+// do not keep it after OnEpisodeEnd.
+type Callbacks = any
+
+// EpisodeCreatedCallback: OnEpisodeCreated is called when the runner makes the episode
+// object for a sub-environment, before OnEpisodeStart.
+type EpisodeCreatedCallback interface {
 	OnEpisodeCreated(r *Runner, ep *Episode)
-	// OnEpisodeStart is called when the first observations of the episode arrive, before
-	// any of its agents acts.
+}
+
+// EpisodeStartCallback: OnEpisodeStart is called when the first observations of the
+// episode arrive, before any of its agents acts.
+type EpisodeStartCallback interface {
 	OnEpisodeStart(r *Runner, ep *Episode)
-	// OnEpisodeStep is called once per environment step of the episode, after the step's
-	// observations and rewards were taken in and before the next actions are computed.
+}
+
+// EpisodeStepCallback: OnEpisodeStep is called once per environment step of the episode,
+// after the step's observations and rewards were taken in and before the next actions are
+// computed. It takes every row off the runner's fast path: implement it only when needed.
+type EpisodeStepCallback interface {
 	OnEpisodeStep(r *Runner, ep *Episode)
-	// OnEpisodeEnd is called when the episode ended (not for faulty episodes), before its
-	// metrics are recorded: CustomMetrics set here are reported.
+}
+
+// EpisodeEndCallback: OnEpisodeEnd is called when the episode ended (not for faulty
+// episodes), before its metrics are recorded: CustomMetrics set here are reported.
+type EpisodeEndCallback interface {
 	OnEpisodeEnd(r *Runner, ep *Episode)
-	// OnSampleResult is called with every batch Take or Sample returns.
+}
+
+// SampleResultCallback: OnSampleResult is called with every batch Take or Sample returns.
+type SampleResultCallback interface {
 	OnSampleResult(r *Runner, b *MultiAgentBatch)
 }
 
-// BaseCallbacks does nothing; embed it to override some callbacks only.
-type BaseCallbacks struct{}
+// callbacks are the methods Config.Callbacks has, found once; nil for those it lacks.
+type callbacks struct {
+	created EpisodeCreatedCallback
+	start   EpisodeStartCallback
+	step    EpisodeStepCallback
+	end     EpisodeEndCallback
+	sample  SampleResultCallback
+}
 
-func (BaseCallbacks) OnEpisodeCreated(*Runner, *Episode)       {}
-func (BaseCallbacks) OnEpisodeStart(*Runner, *Episode)         {}
-func (BaseCallbacks) OnEpisodeStep(*Runner, *Episode)          {}
-func (BaseCallbacks) OnEpisodeEnd(*Runner, *Episode)           {}
-func (BaseCallbacks) OnSampleResult(*Runner, *MultiAgentBatch) {}
+func findCallbacks(v Callbacks) callbacks {
+	var c callbacks
+	c.created, _ = v.(EpisodeCreatedCallback)
+	c.start, _ = v.(EpisodeStartCallback)
+	c.step, _ = v.(EpisodeStepCallback)
+	c.end, _ = v.(EpisodeEndCallback)
+	c.sample, _ = v.(SampleResultCallback)
+	return c
+}

@@ -14,7 +14,6 @@ import (
 
 // eventRecorder records the callbacks of a runner.
 type eventRecorder struct {
-	envrunner.BaseCallbacks
 	t        *testing.T
 	events   map[int64][]string
 	steps    map[int64]int
@@ -137,7 +136,6 @@ func TestNoSamples(t *testing.T) {
 
 // lastSeen records, at the end of each episode, what the episode says about its agent.
 type lastSeen struct {
-	envrunner.BaseCallbacks
 	action, obs map[int64][]float32
 }
 
@@ -175,7 +173,6 @@ func TestLastActionAndObservationAtEpisodeEnd(t *testing.T) {
 
 // envOrder records, per sub-environment, the episode callbacks in the order they came.
 type envOrder struct {
-	envrunner.BaseCallbacks
 	log map[int][]string
 }
 

@@ -53,7 +53,6 @@ func vectorOf(tb testing.TB, name string, cfg env.Config, n int, failAt int) env
 
 // trace records the callbacks in order.
 type trace struct {
-	envrunner.BaseCallbacks
 	log []string
 }
 

@@ -17,7 +17,6 @@ import (
 // It records the number of the fragment during whose sampling the next episode started: the
 // fault was found then.
 type faultTracker struct {
-	envrunner.BaseCallbacks
 	current  map[env.EnvID]int64
 	ended    map[int64]bool
 	followed map[int64]int // episode -> fragment in which the next one started

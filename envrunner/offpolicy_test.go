@@ -89,7 +89,6 @@ func (s *steeringEnv) SendActions(actions []env.Action) error {
 
 // trainingTracker records the episodes started with training disabled.
 type trainingTracker struct {
-	envrunner.BaseCallbacks
 	disabled, enabled map[int64]bool
 }
 

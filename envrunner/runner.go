@@ -75,7 +75,8 @@ type Config struct {
 	// no batch is built (evaluation and deployment runs).
 	NoSamples bool
 
-	// Callbacks are called on the runner's goroutine; nil means none.
+	// Callbacks is a value with any of the callback methods (see Callbacks), called on the
+	// runner's goroutine; nil means none.
 	Callbacks Callbacks
 	// PerfEMA, when in (0, 1], makes the perf stats exponential moving averages with this
 	// coefficient instead of means over all steps (RLlib's _PerfStats ema_coef).
@@ -95,7 +96,7 @@ type Runner struct {
 	policies []*policy // sorted by id
 	byID     map[PolicyID]*policy
 	mapping  func(env.AgentID, *Episode) PolicyID
-	cb       Callbacks
+	cb       callbacks
 	log      *slog.Logger
 	rng      *rand.Rand
 	idState  uint64
@@ -148,7 +149,7 @@ type Runner struct {
 	// warm keeps the loads of warm alive (its value means nothing).
 	warm uint32
 
-	stepCB bool // the callbacks are not BaseCallbacks: OnEpisodeStep is called
+	stepCB bool // OnEpisodeStep is called (cb.step != nil)
 }
 
 // New builds a runner: a session and connectors per policy, checked against each other.
@@ -195,20 +196,13 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
 	}
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
-		cb: cfg.Callbacks, log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
+		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
 		byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}
 	r.perf.ema = cfg.PerfEMA
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	if r.cb == nil {
-		r.cb = BaseCallbacks{}
-	}
-	switch r.cb.(type) {
-	case BaseCallbacks, *BaseCallbacks:
-	default:
-		r.stepCB = true
-	}
+	r.stepCB = r.cb.step != nil
 	ids := make([]PolicyID, 0, len(cfg.Policies))
 	for id := range cfg.Policies {
 		ids = append(ids, id)
@@ -330,7 +324,9 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		dst.Policy(p.id)
 	}
 	r.perf.addOutput(time.Since(t0))
-	r.cb.OnSampleResult(r, dst)
+	if r.cb.sample != nil {
+		r.cb.sample.OnSampleResult(r, dst)
+	}
 }
 
 // cut emits the complete transitions of every listed record into r.out and keeps, of the
@@ -415,7 +411,7 @@ func (r *Runner) Step() error {
 				envSteps++
 			}
 			if r.stepCB {
-				r.cb.OnEpisodeStep(r, ep)
+				r.cb.step.OnEpisodeStep(r, ep)
 			}
 		}
 	}
@@ -588,8 +584,12 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 	}
 	ep.TrainingEnabled = training && !ep.extra
 	r.episodes[e] = ep
-	r.cb.OnEpisodeCreated(r, ep)
-	r.cb.OnEpisodeStart(r, ep)
+	if r.cb.created != nil {
+		r.cb.created.OnEpisodeCreated(r, ep)
+	}
+	if r.cb.start != nil {
+		r.cb.start.OnEpisodeStart(r, ep)
+	}
 	return ep
 }
 
