@@ -281,10 +281,28 @@ func onnxrl_episode_get_actions(h C.uintptr_t, ids **C.char, n C.int64_t, obs, a
 	return finish(episodeGetActions(h, ids, n, obs, actions))
 }
 
-// idList holds the ids of an onnxrl_episode_get_actions call.
+// idList holds the ids of a call on many episodes.
 type idList struct{ ids [][]byte }
 
 var idListPool = sync.Pool{New: func() any { return &idList{} }}
+
+// withIDs reads the n episode ids at ids (valid during the call only) and calls f with them.
+func withIDs(ids **C.char, n int, f func(ids [][]byte) error) error {
+	l := idListPool.Get().(*idList)
+	defer func() {
+		clear(l.ids)
+		idListPool.Put(l)
+	}()
+	l.ids = l.ids[:0]
+	for i, p := range unsafe.Slice(ids, n) {
+		b, err := cString(p, "the episode id", maxIDLen)
+		if err != nil {
+			return fmt.Errorf("episode_ids[%d]: %w", i, err)
+		}
+		l.ids = append(l.ids, b)
+	}
+	return f(l.ids)
+}
 
 func episodeGetActions(h C.uintptr_t, ids **C.char, n C.int64_t, obs, actions *C.float) error {
 	v, err := table.get(uintptr(h), kindEnv)
@@ -310,20 +328,7 @@ func episodeGetActions(h C.uintptr_t, ids **C.char, n C.int64_t, obs, actions *C
 	if rowsN == 0 {
 		return nil
 	}
-	l := idListPool.Get().(*idList)
-	defer func() {
-		clear(l.ids)
-		idListPool.Put(l)
-	}()
-	l.ids = l.ids[:0]
-	for i, p := range unsafe.Slice(ids, rowsN) {
-		b, err := cString(p, "the episode id", maxIDLen)
-		if err != nil {
-			return fmt.Errorf("episode_ids[%d]: %w", i, err)
-		}
-		l.ids = append(l.ids, b)
-	}
-	return e.getActions(l.ids, o, a)
+	return withIDs(ids, rowsN, func(ids [][]byte) error { return e.getActions(ids, o, a) })
 }
 
 //export onnxrl_episode_log_action
@@ -379,20 +384,8 @@ func episodeLogReturnsBatch(h C.uintptr_t, ids **C.char, n C.int64_t, rewards *C
 	if rewards == nil {
 		return fmt.Errorf("%w: rewards", errNull)
 	}
-	l := idListPool.Get().(*idList)
-	defer func() {
-		clear(l.ids)
-		idListPool.Put(l)
-	}()
-	l.ids = l.ids[:0]
-	for i, p := range unsafe.Slice(ids, rowsN) {
-		b, err := cString(p, "the episode id", maxIDLen)
-		if err != nil {
-			return fmt.Errorf("episode_ids[%d]: %w", i, err)
-		}
-		l.ids = append(l.ids, b)
-	}
-	return e.logReturnsBatch(l.ids, unsafe.Slice((*float64)(unsafe.Pointer(rewards)), rowsN))
+	r := unsafe.Slice((*float64)(unsafe.Pointer(rewards)), rowsN)
+	return withIDs(ids, rowsN, func(ids [][]byte) error { return e.logReturnsBatch(ids, r) })
 }
 
 //export onnxrl_episode_end
