@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -364,22 +365,7 @@ func (p *parts) buildState(b *envrunner.SampleBatch) error {
 
 // integerSpace returns the stand-in space of an integer actions column (see Decode).
 func integerSpace(a *column) spaces.Space {
-	if a.width < 0 {
-		lo, hi := int64(a.f[0]), int64(a.f[0])
-		for _, v := range a.f {
-			lo, hi = min(lo, int64(v)), max(hi, int64(v))
-		}
-		return &spaces.Discrete{N: hi - lo + 1, Start: lo}
-	}
-	nvec := make([]int64, a.width)
-	for j := range nvec {
-		nvec[j] = 1
-	}
-	for i, v := range a.f {
-		j := i % a.width
-		nvec[j] = max(nvec[j], int64(v)+1)
-	}
-	return &spaces.MultiDiscrete{Nvec: nvec}
+	return arrowbatch.StandInSpace(a.f, a.width, a.width < 0)
 }
 
 func int32s(v []int64) []int32 {
