@@ -6,7 +6,7 @@
 // Each line is one JSON object, columns uncompressed. A batch of the single default policy is
 // a SampleBatch:
 //
-//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}
+//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}
 //
 // anything else a MultiAgentBatch whose "count" is the number of environment steps:
 //
@@ -18,7 +18,8 @@
 // them. Vector columns are lists of rows. Actions of Discrete spaces are a flat list of
 // integers, of MultiDiscrete and MultiBinary spaces rows of integers, of other spaces rows of
 // floats. Floats are float32 values in their shortest form that reads back to the same
-// float32; NaN and infinities are written NaN, Infinity and -Infinity, which Python's json
+// float32, always as floats (1.0, -0.0, 1e+06), so that Python's json module, pandas and
+// Arrow read float columns; integers (actions of integer spaces, ids, t) have no point. NaN and infinities are written NaN, Infinity and -Infinity, which Python's json
 // module (and so RLlib) reads. The same batch always gives the same bytes.
 //
 // AppendJSON encodes into a caller's buffer without allocating; Decode reads a line back (for
