@@ -4,6 +4,7 @@
 //	sample inspect MODEL                       inputs, outputs, metadata and the resolved policy spec
 //	sample infer --model M --input FILE        run a model on JSON inputs, print JSON outputs
 //	sample serve [--model M] [--addr A] ...    serve a policy over HTTP to external simulators (see sample serve -h)
+//	sample convert IN... OUT                   convert sample files between JSON lines and Parquet
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -36,6 +37,7 @@ func commands() []command {
 		{"inspect", "show a model's inputs, outputs, metadata and resolved policy spec", runInspect},
 		{"infer", "run a model on inputs from a JSON file and print the outputs as JSON", runInfer},
 		{"serve", "serve a policy over HTTP to external simulators, recording their episodes", runServe},
+		{"convert", "convert sample files between JSON lines and Parquet", runConvert},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }

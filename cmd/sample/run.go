@@ -41,6 +41,7 @@ type runFlags struct {
 	seed                                                                uint64
 	explore, normalize, clip, gae, jsonOut, remote, restart, progress   bool
 	gamma, lambda                                                       float64
+	output                                                              outputFlags
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -59,7 +60,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy, the mode)")
 	fs.BoolVar(&f.normalize, "normalize-actions", true, "map Box actions from [-1, 1] to the action space's bounds (RLlib's normalize_actions)")
 	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
-	fs.StringVar(&f.out, "out", "", "write the sample batches to this JSON lines file (RLlib's offline format)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
+	f.output.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
 	fs.StringVar(&f.batchMode, "batch-mode", envrunner.TruncateEpisodes, "truncate_episodes or complete_episodes")
@@ -368,8 +370,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if f.out != "" {
-		w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize, OnWritten: s.group.Release})
+		opts, err := f.output.options(maxSize, sampleMetadata(f.env, f.envConfig, f.seed, f.explore, s.info.obs, s.info.act, s.model, s.policy))
 		if err != nil {
+			return err
+		}
+		opts.OnWritten = s.group.Release
+		if w, err = output.NewWriter(f.out, opts); err != nil {
 			return err
 		}
 		sink = func(b *envrunner.MultiAgentBatch) error {

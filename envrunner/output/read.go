@@ -139,3 +139,23 @@ func readRowGroup(fr *pqarrow.FileReader, g int) (arrow.RecordBatch, error) {
 	}
 	return array.NewRecordBatch(tbl.Schema(), arrs, tbl.NumRows()), nil
 }
+
+// ParquetMetadata returns the key-value metadata of a Parquet file, without the keys that
+// describe the file itself (the stored Arrow schema and MetaEnvSteps): what a copy of its
+// data should carry.
+func ParquetMetadata(path string) (map[string]string, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("output: %s: %w", path, err)
+	}
+	defer pf.Close()
+	kv := pf.MetaData().KeyValueMetadata()
+	m := make(map[string]string, kv.Len())
+	for i, k := range kv.Keys() {
+		if k == "ARROW:schema" || k == MetaEnvSteps {
+			continue
+		}
+		m[k] = kv.Values()[i]
+	}
+	return m, nil
+}
