@@ -46,7 +46,7 @@ func newParquetEncoder(c Compression, meta map[string]string) *parquetEncoder {
 		// Float columns rarely repeat: trying a dictionary first and falling back costs time
 		// for nothing. module_id repeats on every row.
 		parquet.WithDictionaryDefault(false),
-		parquet.WithDictionaryFor(arrowbatch.ColModuleID, true),
+		parquet.WithDictionaryFor(arrowbatch.ColModuleID, false),
 		parquet.WithMaxRowGroupLength(1 << 40),
 	}
 	if c == Zstd {
