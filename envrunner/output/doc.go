@@ -1,7 +1,19 @@
-// Package output writes sample batches as JSON lines in RLlib's offline JSON layout, so that
-// experience collected by the sampler can be read by RLlib's JsonReader (or json.loads).
+// Package output writes sample batches to files, as Parquet (one row per transition, the
+// columns of RLlib's offline data API; see envrunner/arrowbatch) or as JSON lines in RLlib's
+// old offline JSON layout, so that experience collected by the sampler can be read by RLlib's
+// Parquet-based offline API, its JsonReader, pyarrow or json.loads; and reads them back.
 //
-// # Format
+// # Parquet
+//
+// One row group is one MultiAgentBatch (its policies' rows one after the other, module_id
+// telling them apart); pages are compressed with zstd (level 1) unless Options.Compression
+// says otherwise. The file's key-value metadata holds Options.Metadata (see Source for the
+// keys the sampler writes) and MetaEnvSteps, the EnvSteps of each row group, with which
+// ReadParquet gives the batches back as they were written. Every batch of a file must have
+// the columns of its first (arrowbatch.Layout). A run of no batches leaves a valid file of
+// no rows.
+//
+// # JSON lines
 //
 // Each line is one JSON object, columns uncompressed. A batch of the single default policy is
 // a SampleBatch:
@@ -27,7 +39,8 @@
 //
 // # Writing files
 //
-// A Writer encodes and writes batches on a goroutine of its own:
+// A Writer encodes and writes batches on a goroutine of its own, in the format of
+// Options.Format or of the path's extension (.parquet: Parquet, anything else: JSON lines):
 //
 //	w, err := output.NewWriter("out/x.jsonl", output.Options{
 //		MaxFileSize: 64 << 20,
@@ -46,10 +59,12 @@
 // Rotation: with Options.MaxFileSize set, the first file is exactly the given path; once a
 // file has reached MaxFileSize bytes, the next line starts a new file named after the path
 // with a six-digit counter before the extension: x.jsonl, x-000001.jsonl, x-000002.jsonl, ...
-// A line is never split across files, so every file is valid on its own.
+// (x.parquet, x-000001.parquet, ...). A line or row group is never split across files, and a
+// Parquet file gets its footer before the next starts, so every file is valid on its own.
 //
 // Flushing: Flush waits for everything queued so far to be written and handed to the
-// operating system; Close does the same, then fsyncs and closes the file. A write error (disk
+// operating system (a Parquet file is readable only once closed: its footer comes last);
+// Close does the same, writes the Parquet footer, then fsyncs and closes the file. A write error (disk
 // full, a file that cannot be created) is sticky: it names the file and is returned by the
 // next Write, Flush and Close, and producers are never left blocked by a failed writer.
 package output
