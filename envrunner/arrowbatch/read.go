@@ -92,13 +92,25 @@ func (r *reader) floats(name string, required bool, sel []int) ([]float32, int, 
 // flatten returns the values of a primitive column, or the child values of a fixed-size list
 // column lined up with its rows, and the row width.
 func flatten(c arrow.Array, name string) (arrow.Array, int, error) {
-	if l, ok := c.(*array.List); ok { // rows of width 0
+	if l, ok := c.(*array.List); ok { // rows of one width (Parquet read without the Arrow schema)
+		if l.Len() == 0 {
+			return array.NewSlice(l.ListValues(), 0, 0), 0, nil
+		}
+		first, _ := l.ValueOffsets(0)
+		s0, e0 := l.ValueOffsets(0)
+		w := int(e0 - s0)
 		for i := range l.Len() {
-			if s, e := l.ValueOffsets(i); s != e {
-				return nil, 0, fmt.Errorf("column %q is a list with values; want fixed-size rows", name)
+			if s, e := l.ValueOffsets(i); int(e-s) != w || int(s-first) != i*w {
+				return nil, 0, fmt.Errorf("column %q has rows of different lengths (row %d: %d values, row 0: %d)", name, i, e-s, w)
 			}
 		}
-		return array.NewSlice(l.ListValues(), 0, 0), 0, nil
+		if l.ListValues().NullN() > 0 {
+			return nil, 0, fmt.Errorf("column %q has null values", name)
+		}
+		if int(first)+l.Len()*w > l.ListValues().Len() {
+			return nil, 0, fmt.Errorf("column %q has offsets beyond its values", name)
+		}
+		return array.NewSlice(l.ListValues(), first, first+int64(l.Len()*w)), w, nil
 	}
 	fl, ok := c.(*array.FixedSizeList)
 	if !ok {
@@ -281,6 +293,9 @@ func (r *reader) actions(b *envrunner.SampleBatch, sel []int) error {
 		b.Actions[i] = float32(v)
 	}
 	_, list := c.(*array.FixedSizeList)
+	if _, ok := c.(*array.List); ok {
+		list = true
+	}
 	if len(sel) > 0 {
 		b.ActionSpace = StandInSpace(b.Actions, w, !list)
 	}

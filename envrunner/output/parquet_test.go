@@ -3,6 +3,7 @@ package output
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,4 +107,42 @@ func TestParquetEmpty(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("%d batches from an empty file", len(got))
 	}
+}
+
+// FuzzReadParquet: damaged or foreign bytes are an error, never a crash.
+func FuzzReadParquet(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.parquet")
+	rng := rand.New(rand.NewPCG(31, 32))
+	w, err := NewWriter(path, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := w.Write(single(randomBatch(rng, 5))); err != nil {
+		f.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "f.parquet")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = ReadParquet(p, func(m *envrunner.MultiAgentBatch) error {
+			for _, b := range m.PolicyBatches {
+				if err := b.Validate(); err != nil {
+					t.Fatalf("a batch read back is not valid: %v", err)
+				}
+			}
+			return nil
+		})
+	})
 }

@@ -62,12 +62,44 @@ func ReadJSONLines(path string, fn func(*envrunner.MultiAgentBatch) error) error
 // ReadParquet reads a Parquet file written by a Writer: each row group is one batch, with the
 // EnvSteps recorded in the file's MetaEnvSteps metadata (the row count when it is missing, as
 // in a file written by another tool).
-func ReadParquet(path string, fn func(*envrunner.MultiAgentBatch) error) error {
+//
+// A damaged file is an error, never a crash: a panic of the Parquet reader on bad bytes is
+// turned into an error naming the file.
+func ReadParquet(path string, fn func(*envrunner.MultiAgentBatch) error) (err error) {
+	inReader := true // false while fn runs: a panic there is the caller's
+	defer func() {
+		if r := recover(); r != nil {
+			if !inReader {
+				panic(r)
+			}
+			err = fmt.Errorf("output: %s: not a readable Parquet file of samples (%v)", path, r)
+		}
+	}()
+	return readParquet(path, func(m *envrunner.MultiAgentBatch) error {
+		inReader = false
+		err := fn(m)
+		inReader = true
+		return err
+	})
+}
+
+func readParquet(path string, fn func(*envrunner.MultiAgentBatch) error) error {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return fmt.Errorf("output: %s: %w", path, err)
 	}
 	defer pf.Close()
+	// The stored Arrow schema is not needed (the column types come from the Parquet schema;
+	// fixed-size lists read as lists of one width) and the Arrow reader trusts its lengths:
+	// a damaged one can make it allocate without bound. Leave it out.
+	fmd := pf.MetaData().FileMetaData
+	kept := fmd.KeyValueMetadata[:0:0]
+	for _, kv := range fmd.KeyValueMetadata {
+		if kv != nil && kv.Key != "ARROW:schema" {
+			kept = append(kept, kv)
+		}
+	}
+	fmd.KeyValueMetadata = kept
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 	if err != nil {
 		return fmt.Errorf("output: %s: %w", path, err)
