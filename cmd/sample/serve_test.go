@@ -167,21 +167,21 @@ func cartPoleEpisode(ctx context.Context, c *client.Client, id string, seed uint
 
 // TestServeEpisodes starts the binary, runs CartPole episodes from concurrent clients (some
 // left open), sends SIGTERM, and checks that the sample file holds every step served, the
-// open episodes ended truncated.
+// open episodes ended truncated (in JSON lines and in Parquet).
 func TestServeEpisodes(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		args    []string
-		runtime bool
+		name, out string
+		args      []string
+		runtime   bool
 	}{
-		{"bundled policy", nil, true},
-		{"random", []string{"--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace}, false},
+		{"bundled policy", "served.jsonl", nil, true},
+		{"random", "served.parquet", []string{"--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.runtime {
 				needRuntime(t)
 			}
-			out := filepath.Join(t.TempDir(), "served.jsonl")
+			out := filepath.Join(t.TempDir(), tc.out)
 			p := startServe(t, append([]string{"--out", out, "--max-episodes", "16", "--fragment-length", "10"}, tc.args...)...)
 			c, err := client.New(p.url, client.Options{})
 			require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestServeEpisodes(t *testing.T) {
 
 			errText := p.stop(t)
 			assert.Contains(t, errText, fmt.Sprintf("wrote %d rows", s.steps))
-			bs := readBatches(t, []string{out})
+			bs := readAll(t, []string{out})
 			require.Equal(t, int64(s.steps), rowsOf(bs), "every served step is a row")
 			term, trunc := 0, 0
 			for _, b := range bs {
