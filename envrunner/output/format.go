@@ -64,9 +64,9 @@ func (f Format) Resolve(path string) Format {
 type Compression int
 
 const (
-	// Zstd (level 1) compresses CartPole's columns to about a third of Snappy's size.
+	// Zstd (level 1): CartPole rows take 45 bytes (BenchmarkWriter), 15% less than Snappy.
 	Zstd Compression = iota
-	// Snappy is a little faster and larger.
+	// Snappy: 53 bytes a CartPole row, and a little faster.
 	Snappy
 	// Uncompressed pages.
 	Uncompressed
