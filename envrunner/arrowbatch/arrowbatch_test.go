@@ -110,8 +110,8 @@ func TestIPC(t *testing.T) {
 	requireSame(t, m, back)
 }
 
-// TestBuildAllocs: building a record allocates the same handful of objects for 100 rows as
-// for 10000 (none per row) once the Builder's buffers have grown.
+// TestBuildAllocs: building a record allocates about the same handful of objects for 100 rows
+// as for 10000 (none per row) once the Builder's buffers have grown.
 func TestBuildAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	allocs := map[int]float64{}
@@ -126,7 +126,8 @@ func TestBuildAllocs(t *testing.T) {
 			rec.Release()
 		})
 	}
-	assert.Equal(t, allocs[100], allocs[10000], "allocations per record by rows: %v", allocs)
+	// A few more with -race (its bookkeeping allocates); one per row would be thousands.
+	assert.LessOrEqual(t, allocs[10000], allocs[100]+10, "allocations per record by rows: %v", allocs)
 	assert.Less(t, allocs[10000], 200.0)
 }
 
