@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/externalenv"
 	"github.com/onnxrl/sampler/externalenv/server"
@@ -126,6 +127,8 @@ func TestParseOptions(t *testing.T) {
 		func() envOptions { o := defaultEnvOptions(); o.MaxWaitUS = -1; return o }(),
 		func() envOptions { o := defaultEnvOptions(); o.FragmentLength = 0; return o }(),
 		func() envOptions { o := defaultEnvOptions(); o.Workers = 2; return o }(),
+		func() envOptions { o := defaultEnvOptions(); o.Format = "csv"; return o }(),
+		func() envOptions { o := defaultEnvOptions(); o.Compression = "lz4"; return o }(),
 	} {
 		assert.Error(t, bad.check(), "%+v", bad)
 	}
@@ -173,10 +176,16 @@ func TestPolicy(t *testing.T) {
 }
 
 // TestEnv: episodes from many goroutines, greedy actions equal to the policy's, everything
-// recorded in the output file when the env closes (open episodes ended truncated).
+// recorded in the output file when the env closes (open episodes ended truncated), in
+// JSON lines and in Parquet.
 func TestEnv(t *testing.T) {
 	needRuntime(t)
-	out := filepath.Join(t.TempDir(), "s.jsonl")
+	for _, name := range []string{"s.jsonl", "s.parquet"} {
+		t.Run(name, func(t *testing.T) { testEnv(t, filepath.Join(t.TempDir(), name)) })
+	}
+}
+
+func testEnv(t *testing.T, out string) {
 	e, err := openEnv("cartpole_mlp", []byte(fmt.Sprintf(`{"explore": false, "max_episodes": 16, "out": %q, "max_wait_us": 100}`, out)))
 	require.NoError(t, err)
 	p, err := openPolicy("cartpole_mlp", nil)
@@ -252,12 +261,8 @@ func TestEnv(t *testing.T) {
 	assert.Equal(t, statusState, statusOf(e.logReturns([]byte("x"), 1)), "a call after close")
 
 	// 16 episodes of 50 steps (plus the final observation), every one recorded.
-	data, err := os.ReadFile(out)
-	require.NoError(t, err)
 	rows, terminated, truncated := 0, 0, 0
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		m, err := output.Decode([]byte(line))
-		require.NoError(t, err)
+	require.NoError(t, output.ReadFile(out, output.FormatAuto, func(m *envrunner.MultiAgentBatch) error {
 		for _, b := range m.PolicyBatches {
 			rows += b.Count
 			for i := range b.Count {
@@ -269,7 +274,8 @@ func TestEnv(t *testing.T) {
 				}
 			}
 		}
-	}
+		return nil
+	}))
 	assert.Equal(t, workers*4*steps, rows)
 	assert.Equal(t, 2*2, terminated, "the odd workers end two episodes each terminated")
 	assert.Equal(t, 2*2+workers*2, truncated, "the even workers end two each truncated; close ends the two left per worker")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,9 +44,6 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(strings.ToLower(o.Out), ".parquet") {
-		return nil, withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: options: \"out\" %q: this version writes JSON lines (RLlib's offline format); name the file .jsonl", o.Out))
-	}
 	p, err := loadPolicy(model)
 	if err != nil {
 		return nil, err
@@ -81,7 +77,10 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	}
 	var write func(*envrunner.MultiAgentBatch) error
 	if o.Out != "" {
-		if e.writer, err = output.NewWriter(o.Out, output.Options{MaxFileSize: o.MaxFileSize}); err != nil {
+		wo, _ := o.outputOptions() // checked by readOptions
+		wo.Metadata = output.Source{Env: "external", Seed: o.Seed, Explore: o.Explore, ObsSpace: p.Spec.ObservationSpace,
+			ActSpace: p.Spec.ActionSpace, Model: model, PolicySpec: &p.Spec, ModelBytes: p.Model.Bytes()}.Metadata()
+		if e.writer, err = output.NewWriter(o.Out, wo); err != nil {
 			return nil, withStatus(statusIO, fmt.Errorf("onnxrl: %w", err))
 		}
 		write = func(b *envrunner.MultiAgentBatch) error { return withStatus(statusIO, e.writer.Write(b)) }

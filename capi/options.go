@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/inference"
 )
 
@@ -47,6 +48,8 @@ type envOptions struct {
 	Explore        bool   `json:"explore"`
 	Out            string `json:"out"`
 	MaxFileSize    int64  `json:"max_file_size"`
+	Format         string `json:"format"`
+	Compression    string `json:"compression"`
 	MaxWaitUS      int64  `json:"max_wait_us"`
 	MaxBatch       int    `json:"max_batch"`
 	TimeoutMS      int64  `json:"timeout_ms"`
@@ -78,6 +81,9 @@ func (o *envOptions) check() error {
 		return errors.New("\"timeout_ms\" 0: want a positive time (negative: no timeout)")
 	case o.FragmentLength < 1:
 		return fmt.Errorf("\"fragment_length\" %d: want >= 1", o.FragmentLength)
+	}
+	if _, err := o.outputOptions(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -138,4 +144,18 @@ func optionKeys(t reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// outputOptions returns the writer options of "out": "format" (auto: from the extension,
+// .parquet is Parquet, anything else JSON lines), "compression" and "max_file_size".
+func (o *envOptions) outputOptions() (output.Options, error) {
+	f, err := output.ParseFormat(o.Format)
+	if err != nil {
+		return output.Options{}, fmt.Errorf("\"format\" %q: want auto, json or parquet", o.Format)
+	}
+	c, err := output.ParseCompression(o.Compression)
+	if err != nil {
+		return output.Options{}, fmt.Errorf("\"compression\" %q: want zstd, snappy or none", o.Compression)
+	}
+	return output.Options{MaxFileSize: o.MaxFileSize, Format: f, Compression: c}, nil
 }

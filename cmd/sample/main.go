@@ -6,6 +6,7 @@
 //	sample serve [--model M] [--addr A] ...    serve a policy over HTTP to external simulators (see sample serve -h)
 //	sample bench [--quick] [--out DIR] ...     throughput over a matrix of settings (see sample bench -h)
 //	sample runtime install [--from TGZ]        fetch the pinned ONNX Runtime (digest-checked) into the user cache
+//	sample convert IN... OUT                   convert sample files between JSON lines and Parquet
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -40,6 +41,7 @@ func commands() []command {
 		{"serve", "serve a policy over HTTP to external simulators, recording their episodes", runServe},
 		{"runtime", "install the pinned ONNX Runtime into your cache directory (runtime install), or show where (runtime path)", runRuntime},
 		{"bench", "measure throughput over a matrix of settings; write report.md, CSV and plots", runBench},
+		{"convert", "convert sample files between JSON lines and Parquet", runConvert},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }

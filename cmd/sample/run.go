@@ -20,6 +20,7 @@ import (
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -41,6 +42,7 @@ type runFlags struct {
 	gamma, lambda                                                       float64
 	policies, policyMap                                                 repeated // --policy ID=MODEL, --policy-map AGENT=ID
 	overwrite                                                           bool
+	output                                                              outputFlags
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -59,7 +61,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy, the mode)")
 	fs.BoolVar(&f.normalize, "normalize-actions", true, "map Box actions from [-1, 1] to the action space's bounds (RLlib's normalize_actions)")
 	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
-	fs.StringVar(&f.out, "out", "", "write the sample batches to this JSON lines file (RLlib's offline format)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
+	f.output.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an existing --out file and its rotated files (otherwise refused)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
@@ -190,7 +193,8 @@ func probeEnv(name string, cfg env.Config) (*envInfo, error) {
 type runSetup struct {
 	f       *runFlags
 	info    *envInfo
-	model   string // what to call the model in the summary
+	model   string         // what to call the model in the summary
+	policy  *models.Policy // the one ONNX policy, for the output's metadata (nil: random, or several)
 	group   *envrunner.Group
 	cleanup []func()
 }
@@ -223,6 +227,11 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 		return nil, err
 	}
 	s.model = model
+	if len(pols) == 1 {
+		for _, pc := range pols {
+			s.policy = pc.Policy
+		}
+	}
 	var gae *envrunner.GAE
 	if f.gae {
 		gae = &envrunner.GAE{Gamma: f.gamma, Lambda: f.lambda}
@@ -356,8 +365,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		if err := prepareOutput(f.out, f.overwrite); err != nil {
 			return err
 		}
-		w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize, OnWritten: s.group.Release})
+		opts, err := f.output.options(maxSize, sampleMetadata(f.env, f.envConfig, f.seed, f.explore, s.info.obs, s.info.act, s.model, s.policy))
 		if err != nil {
+			return err
+		}
+		opts.OnWritten = s.group.Release
+		if w, err = output.NewWriter(f.out, opts); err != nil {
 			return err
 		}
 		sink = func(b *envrunner.MultiAgentBatch) error {

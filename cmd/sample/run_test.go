@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,38 +240,43 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
-// TestRunSignal interrupts a long run with SIGINT: the run stops, writes every step it
-// sampled, prints its summary and exits with status 130.
+// TestRunSignal interrupts a long run with SIGINT (JSON lines) and SIGTERM (Parquet): the run
+// stops, writes every step it sampled, closes its file (the Parquet footer) and prints its
+// summary, then exits with status 130 (128 + SIGINT, as after any interruption).
 func TestRunSignal(t *testing.T) {
 	needRuntime(t)
-	out := filepath.Join(t.TempDir(), "int.jsonl")
-	cmd := exec.Command(os.Args[0], "run", "--json", "--num-envs", "4", "--steps", "2000000000", "--out", out)
-	cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st, err := os.Stat(out); err == nil && st.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no samples written after 30s; stderr: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	for name, sig := range map[string]os.Signal{"int.jsonl": os.Interrupt, "term.parquet": syscall.SIGTERM} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), name)
+			cmd := exec.Command(os.Args[0], "run", "--json", "--num-envs", "4", "--steps", "2000000000", "--out", out)
+			cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Start())
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if st, err := os.Stat(out); err == nil && st.Size() > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("no samples written after 30s; stderr: %s", stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			require.NoError(t, cmd.Process.Signal(sig))
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, stderr.String())
+			assert.Equal(t, 130, exit.ExitCode(), "after the summary")
+			var s runSummary
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
+			assert.True(t, s.Interrupted)
+			bs := readAll(t, []string{out})
+			assert.Equal(t, s.AgentSteps, rowsOf(bs))
+			assert.Positive(t, s.AgentSteps)
+		})
 	}
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, stderr.String())
-	assert.Equal(t, 130, exit.ExitCode(), "128 + SIGINT, after the summary")
-	var s runSummary
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
-	assert.True(t, s.Interrupted)
-	bs := readBatches(t, []string{out})
-	assert.Equal(t, s.AgentSteps, rowsOf(bs))
-	assert.Positive(t, s.AgentSteps)
 }
 
 func TestParseSize(t *testing.T) {

@@ -33,6 +33,7 @@ type serveFlags struct {
 	timeout, maxWait, shutdownTimeout                                  time.Duration
 	seed                                                               uint64
 	guard                                                              guardFlags
+	output                                                             outputFlags
 }
 
 const serveArgs = "[--model M|random] [--addr 127.0.0.1:8900] [--explore=BOOL] [--out FILE] [--multi-agent] ..."
@@ -51,7 +52,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.model, "model", "cartpole_mlp", "policy: an .onnx path, a bundled model name, or 'random' (uniform random actions; needs --obs-space and --action-space)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8900", "listen address host:port (port 0: any free port; the address is printed once listening)")
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy); /v1/act requests may override it")
-	fs.StringVar(&f.out, "out", "", "write the sample batches of the served episodes to this JSON lines file (RLlib's offline format)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches of the served episodes to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
+	f.output.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.multiAgent, "multi-agent", false, "multi-agent episodes: observations, actions and rewards are objects keyed by agent id")
 	fs.IntVar(&f.maxEpisodes, "max-episodes", 100, "most episodes running at once (more are refused with 429)")
@@ -271,7 +273,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	var w *output.Writer
 	so := server.SamplerOptions{FlushInterval: f.guard.flushInterval}
 	if f.out != "" {
-		if w, err = output.NewWriter(f.out, output.Options{MaxFileSize: maxSize}); err != nil {
+		opts, err := f.output.options(maxSize, sampleMetadata("external", "", f.seed, f.explore, s.obs, s.act, f.model, s.policy))
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		if w, err = output.NewWriter(f.out, opts); err != nil {
 			ln.Close()
 			return err
 		}

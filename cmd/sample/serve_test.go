@@ -167,16 +167,16 @@ func cartPoleEpisode(ctx context.Context, c *client.Client, id string, seed uint
 
 // TestServeEpisodes starts the binary, runs CartPole episodes from concurrent clients (some
 // left open), sends SIGTERM, and checks that the sample file holds every step served, the
-// open episodes ended truncated.
+// open episodes ended truncated (in JSON lines and in Parquet).
 func TestServeEpisodes(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		args    []string
-		runtime bool
+		name, out string
+		args      []string
+		runtime   bool
 	}{
-		{"bundled policy", nil, true},
-		{"bundled policy on the native provider", []string{"--device", "native"}, true},
-		{"random", []string{"--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace}, false},
+		{"bundled policy", "served.jsonl", nil, true},
+		{"bundled policy on the native provider", "served.jsonl", []string{"--device", "native"}, true},
+		{"random", "served.parquet", []string{"--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.runtime {
@@ -185,7 +185,7 @@ func TestServeEpisodes(t *testing.T) {
 			if len(tc.args) == 2 && tc.args[1] == "native" {
 				needNative(t)
 			}
-			out := filepath.Join(t.TempDir(), "served.jsonl")
+			out := filepath.Join(t.TempDir(), tc.out)
 			p := startServe(t, append([]string{"--out", out, "--max-episodes", "16", "--fragment-length", "10"}, tc.args...)...)
 			c, err := client.New(p.url, client.Options{})
 			require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestServeEpisodes(t *testing.T) {
 
 			errText := p.stop(t)
 			assert.Contains(t, errText, fmt.Sprintf("wrote %d rows", s.steps))
-			bs := readBatches(t, []string{out})
+			bs := readAll(t, []string{out})
 			require.Equal(t, int64(s.steps), rowsOf(bs), "every served step is a row")
 			term, trunc := 0, 0
 			for _, b := range bs {

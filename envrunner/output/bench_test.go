@@ -52,27 +52,43 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkWriter writes 4000-row batches to a file through the queue, recycling them via
-// OnWritten; the producer's view of the throughput.
+// BenchmarkWriter writes CartPole-like batches (4000 rows; 51200, a fragment of 256
+// sub-environments) to a file through the queue, recycling them via OnWritten; the
+// producer's view of the throughput in rows/s, and the bytes each row takes on disk.
 func BenchmarkWriter(b *testing.B) {
-	m := single(cartPoleBatch(rand.New(rand.NewPCG(1, 2)), 4000))
-	free := make(chan *envrunner.MultiAgentBatch, 1)
-	w, err := NewWriter(filepath.Join(b.TempDir(), "x.jsonl"), Options{
-		MaxFileSize: 64 << 20,
-		OnWritten:   func(m *envrunner.MultiAgentBatch) { free <- m },
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(AppendJSON(nil, m)) + 1))
-	b.ReportAllocs()
-	free <- m
-	for b.Loop() {
-		if err := w.Write(<-free); err != nil {
-			b.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"json", Options{Format: FormatJSON}},
+		{"parquet-zstd", Options{Format: FormatParquet, Compression: Zstd}},
+		{"parquet-snappy", Options{Format: FormatParquet, Compression: Snappy}},
+	} {
+		for _, n := range []int{4000, 51200} {
+			b.Run(fmt.Sprintf("%s/rows=%d", tc.name, n), func(b *testing.B) {
+				m := single(cartPoleBatch(rand.New(rand.NewPCG(1, 2)), n))
+				free := make(chan *envrunner.MultiAgentBatch, 1)
+				opts := tc.opts
+				opts.MaxFileSize = 64 << 20
+				opts.OnWritten = func(m *envrunner.MultiAgentBatch) { free <- m }
+				w, err := NewWriter(filepath.Join(b.TempDir(), "x"), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				free <- m
+				for b.Loop() {
+					if err := w.Write(<-free); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+				rows := float64(n) * float64(b.N)
+				b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
+				b.ReportMetric(float64(w.Stats().Bytes)/rows, "bytes/row")
+			})
 		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
 	}
 }

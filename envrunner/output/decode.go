@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -32,8 +33,9 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg
 // the actions the same way again: a flat list of integers gives a Discrete (Start the
 // smallest action, N the span), a list of integer rows a MultiDiscrete (Nvec one more than the
 // largest value of each element, at least 1), anything else a nil space (rows of floats).
-// A number counts as an integer when the float formatter would write it as one, or when it is
-// written as an integer up to 2^53; "-0" and non-integral values make the column real.
+// A number counts as an integer when it is written as one (no point, no exponent) up to 2^53;
+// floats (1.0, 2e0), "-0" and larger values make the column real. (Files written before
+// floats got their point have integral real actions as integers; those read as integers.)
 // Widths come from the row lengths.
 //
 // NaN, Infinity and -Infinity are accepted. Unknown or missing columns, ragged rows, columns
@@ -364,22 +366,7 @@ func (p *parts) buildState(b *envrunner.SampleBatch) error {
 
 // integerSpace returns the stand-in space of an integer actions column (see Decode).
 func integerSpace(a *column) spaces.Space {
-	if a.width < 0 {
-		lo, hi := int64(a.f[0]), int64(a.f[0])
-		for _, v := range a.f {
-			lo, hi = min(lo, int64(v)), max(hi, int64(v))
-		}
-		return &spaces.Discrete{N: hi - lo + 1, Start: lo}
-	}
-	nvec := make([]int64, a.width)
-	for j := range nvec {
-		nvec[j] = 1
-	}
-	for i, v := range a.f {
-		j := i % a.width
-		nvec[j] = max(nvec[j], int64(v)+1)
-	}
-	return &spaces.MultiDiscrete{Nvec: nvec}
+	return arrowbatch.StandInSpace(a.f, a.width, a.width < 0)
 }
 
 func int32s(v []int64) []int32 {
@@ -746,8 +733,9 @@ func intCompatible(v float32, isInt bool) bool {
 	if f != math.Trunc(f) || (f == 0 && math.Signbit(f)) {
 		return false // NaN, fractions, -0
 	}
-	a := math.Abs(f) // +Inf for ±Infinity, which is never written as an integer
-	return a < smallInt || (isInt && a <= maxExactInt)
+	// Floats are written with a point or an exponent (1.0, 1e+06); files written before that
+	// wrote whole floats as integers, so an integral column of reals reads as integers there.
+	return isInt && math.Abs(f) <= maxExactInt
 }
 
 // column reads a column value of the given kind.

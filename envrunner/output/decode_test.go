@@ -44,7 +44,7 @@ func TestDecodeActionSpaces(t *testing.T) {
 	}{
 		{`[1,0]`, &spaces.Discrete{N: 2}, 1, []float32{1, 0}},
 		{`[-1,3]`, &spaces.Discrete{N: 5, Start: -1}, 1, []float32{-1, 3}},
-		{`[1.0,2e0]`, &spaces.Discrete{N: 2, Start: 1}, 1, []float32{1, 2}},
+		{`[1.0,2e0]`, nil, 1, []float32{1, 2}}, // written as floats: real actions
 		{`[2000000,1]`, &spaces.Discrete{N: 2000000, Start: 1}, 1, []float32{2000000, 1}},
 		{`[[2,1],[0,4]]`, &spaces.MultiDiscrete{Nvec: []int64{3, 5}}, 2, []float32{2, 1, 0, 4}},
 		{`[[-3],[-1]]`, &spaces.MultiDiscrete{Nvec: []int64{1}}, 1, []float32{-3, -1}},

@@ -1,12 +1,24 @@
-// Package output writes sample batches as JSON lines in RLlib's offline JSON layout, so that
-// experience collected by the sampler can be read by RLlib's JsonReader (or json.loads).
+// Package output writes sample batches to files, as Parquet (one row per transition, the
+// columns of RLlib's offline data API; see envrunner/arrowbatch) or as JSON lines in RLlib's
+// old offline JSON layout, so that experience collected by the sampler can be read by RLlib's
+// Parquet-based offline API, its JsonReader, pyarrow or json.loads; and reads them back.
 //
-// # Format
+// # Parquet
+//
+// One row group is one MultiAgentBatch (its policies' rows one after the other, module_id
+// telling them apart); pages are compressed with zstd (level 1) unless Options.Compression
+// says otherwise. The file's key-value metadata holds Options.Metadata (see Source for the
+// keys the sampler writes) and MetaEnvSteps, the EnvSteps of each row group, with which
+// ReadParquet gives the batches back as they were written. Every batch of a file must have
+// the columns of its first (arrowbatch.Layout). A run of no batches leaves a valid file of
+// no rows.
+//
+// # JSON lines
 //
 // Each line is one JSON object, columns uncompressed. A batch of the single default policy is
 // a SampleBatch:
 //
-//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}
+//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}
 //
 // anything else a MultiAgentBatch whose "count" is the number of environment steps:
 //
@@ -18,7 +30,8 @@
 // them. Vector columns are lists of rows. Actions of Discrete spaces are a flat list of
 // integers, of MultiDiscrete and MultiBinary spaces rows of integers, of other spaces rows of
 // floats. Floats are float32 values in their shortest form that reads back to the same
-// float32; NaN and infinities are written NaN, Infinity and -Infinity, which Python's json
+// float32, always as floats (1.0, -0.0, 1e+06), so that Python's json module, pandas and
+// Arrow read float columns; integers (actions of integer spaces, ids, t) have no point. NaN and infinities are written NaN, Infinity and -Infinity, which Python's json
 // module (and so RLlib) reads. The same batch always gives the same bytes.
 //
 // AppendJSON encodes into a caller's buffer without allocating; Decode reads a line back (for
@@ -26,7 +39,8 @@
 //
 // # Writing files
 //
-// A Writer encodes and writes batches on a goroutine of its own:
+// A Writer encodes and writes batches on a goroutine of its own, in the format of
+// Options.Format or of the path's extension (.parquet: Parquet, anything else: JSON lines):
 //
 //	w, err := output.NewWriter("out/x.jsonl", output.Options{
 //		MaxFileSize: 64 << 20,
@@ -45,10 +59,12 @@
 // Rotation: with Options.MaxFileSize set, the first file is exactly the given path; once a
 // file has reached MaxFileSize bytes, the next line starts a new file named after the path
 // with a six-digit counter before the extension: x.jsonl, x-000001.jsonl, x-000002.jsonl, ...
-// A line is never split across files, so every file is valid on its own.
+// (x.parquet, x-000001.parquet, ...). A line or row group is never split across files, and a
+// Parquet file gets its footer before the next starts, so every file is valid on its own.
 //
 // Flushing: Flush waits for everything queued so far to be written and handed to the
-// operating system; Close does the same, then fsyncs and closes the file. A write error (disk
+// operating system (a Parquet file is readable only once closed: its footer comes last);
+// Close does the same, writes the Parquet footer, then fsyncs and closes the file. A write error (disk
 // full, a file that cannot be created) is sticky: it names the file and is returned by the
 // next Write, Flush and Close, and producers are never left blocked by a failed writer.
 package output

@@ -190,7 +190,7 @@ func appendRows(dst []byte, key string, col []float32, n, w int) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = jsonappend.Float32(dst, v)
+			dst = jsonappend.Float32Real(dst, v)
 		}
 		dst = append(dst, ']')
 	}
@@ -254,7 +254,7 @@ func appendFloats(dst []byte, key string, col []float32) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonappend.Float32(dst, v)
+		dst = jsonappend.Float32Real(dst, v)
 	}
 	return append(dst, ']')
 }

@@ -44,12 +44,12 @@ func withActions(b *envrunner.SampleBatch, space spaces.Space, width int, a ...f
 
 // the required columns of base(2, 2) after obs/new_obs, and after actions
 const (
-	obs22  = `"obs":[[0,0.25],[0.5,0.75]],"new_obs":[[0.25,0.5],[0.75,1]]`
-	rest2  = `"rewards":[1,1],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]`
-	obs11  = `"obs":[[0]],"new_obs":[[0.25]]`
-	rest1  = `"rewards":[1],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]`
-	rest3  = `"rewards":[1,1,1],"terminateds":[false,false,true],"truncateds":[false,false,false],"eps_id":[7,7,7],"env_id":[0,0,0],"agent_index":[0,0,0],"t":[0,1,2]`
-	obs31  = `"obs":[[0],[0.25],[0.5]],"new_obs":[[0.25],[0.5],[0.75]]`
+	obs22  = `"obs":[[0.0,0.25],[0.5,0.75]],"new_obs":[[0.25,0.5],[0.75,1.0]]`
+	rest2  = `"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]`
+	obs11  = `"obs":[[0.0]],"new_obs":[[0.25]]`
+	rest1  = `"rewards":[1.0],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]`
+	rest3  = `"rewards":[1.0,1.0,1.0],"terminateds":[false,false,true],"truncateds":[false,false,false],"eps_id":[7,7,7],"env_id":[0,0,0],"agent_index":[0,0,0],"t":[0,1,2]`
+	obs31  = `"obs":[[0.0],[0.25],[0.5]],"new_obs":[[0.25],[0.5],[0.75]]`
 	noRows = `"obs":[],"new_obs":[],"actions":[],"rewards":[],"terminateds":[],"truncateds":[],"eps_id":[],"env_id":[],"agent_index":[],"t":[]`
 )
 
@@ -93,21 +93,21 @@ func TestAppendJSON(t *testing.T) {
 		want string
 	}{
 		{"discrete with model columns", single(cartPole),
-			`{"type":"SampleBatch",` + obs22 + `,"actions":[1,0],"rewards":[1,0.5],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[42,-9223372036854775808],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"action_dist_inputs":[[0.1,-0.6931472],[1e-07,3e+38]],"action_logp":[-0.6931472,-0.1],"vf_preds":[10.5,-3]}`},
+			`{"type":"SampleBatch",` + obs22 + `,"actions":[1,0],"rewards":[1.0,0.5],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[42,-9223372036854775808],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"action_dist_inputs":[[0.1,-0.6931472],[1e-07,3e+38]],"action_logp":[-0.6931472,-0.1],"vf_preds":[10.5,-3.0]}`},
 		{"rnn state and seq_lens", single(rnn),
-			`{"type":"SampleBatch",` + obs31 + `,"actions":[-1,1,0],` + rest3 + `,"state_in_0":[[0,0],[0.5,-0.5],[0,0]],"state_in_1":[[0],[1],[0]],"state_out_0":[[0.5,-0.5],[0.25,0.125],[1,1]],"state_out_1":[[1],[2],[3]],"seq_lens":[2,1]}`},
+			`{"type":"SampleBatch",` + obs31 + `,"actions":[-1,1,0],` + rest3 + `,"state_in_0":[[0.0,0.0],[0.5,-0.5],[0.0,0.0]],"state_in_1":[[0.0],[1.0],[0.0]],"state_out_0":[[0.5,-0.5],[0.25,0.125],[1.0,1.0]],"state_out_1":[[1.0],[2.0],[3.0]],"seq_lens":[2,1]}`},
 		{"box actions and gae", single(gae),
-			`{"type":"SampleBatch",` + obs22 + `,"actions":[[0.5],[-1]],` + rest2 + `,"vf_preds":[2,1],"advantages":[-1.5,0.25],"value_targets":[0.5,1.25]}`},
+			`{"type":"SampleBatch",` + obs22 + `,"actions":[[0.5],[-1.0]],` + rest2 + `,"vf_preds":[2.0,1.0],"advantages":[-1.5,0.25],"value_targets":[0.5,1.25]}`},
 		{"nan inf and number forms", single(special),
-			`{"type":"SampleBatch","obs":[[NaN,Infinity,-Infinity,-0,1e+06,999999,1.6777216e+07,1e-45,3.4028235e+38]],"new_obs":[[-999999,0.33333334,1e+21,123456.5,2.5e-05,-1e+06,1,-1,0]],"actions":[[]],"rewards":[NaN],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}`},
+			`{"type":"SampleBatch","obs":[[NaN,Infinity,-Infinity,-0.0,1e+06,999999.0,1.6777216e+07,1e-45,3.4028235e+38]],"new_obs":[[-999999.0,0.33333334,1e+21,123456.5,2.5e-05,-1e+06,1.0,-1.0,0.0]],"actions":[[]],"rewards":[NaN],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}`},
 		{"discrete actions that are not integers", single(badDiscrete),
 			`{"type":"SampleBatch",` + obs22 + `,"actions":[2.5,NaN],` + rest2 + `}`},
 		{"discrete actions beyond float32 integers", single(bigDiscrete),
 			`{"type":"SampleBatch",` + obs22 + `,"actions":[999999986991104,1e+20],` + rest2 + `}`},
 		{"two policies", &envrunner.MultiAgentBatch{EnvSteps: 2, PolicyBatches: map[string]*envrunner.SampleBatch{
 			"b": b, "a": a, "empty": {}, envrunner.DefaultPolicyID: {},
-		}}, `{"type":"MultiAgentBatch","count":2,"policy_batches":{"a":{"obs":[[0],[0.25]],"new_obs":[[0.25],[0.5]],"actions":[[2,1],[0,1]],"rewards":[1,1],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]},` +
-			`"b":{` + obs11 + `,"actions":[[0.5,-1]],` + rest1 + `}}}`},
+		}}, `{"type":"MultiAgentBatch","count":2,"policy_batches":{"a":{"obs":[[0.0],[0.25]],"new_obs":[[0.25],[0.5]],"actions":[[2,1],[0,1]],"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]},` +
+			`"b":{` + obs11 + `,"actions":[[0.5,-1.0]],` + rest1 + `}}}`},
 		{"multibinary under an escaped id", &envrunner.MultiAgentBatch{EnvSteps: 1, PolicyBatches: map[string]*envrunner.SampleBatch{
 			"p\"\\\n\r\t\x01é\u2028\u2029\xff/<": mb,
 		}}, `{"type":"MultiAgentBatch","count":1,"policy_batches":{"p\"\\\n\r\t\u0001é\u2028\u2029\ufffd/<":{` + obs11 + `,"actions":[[1,0,1]],` + rest1 + `}}}`},
@@ -355,4 +355,54 @@ func walkKeyOrder(dec *json.Decoder, policyIDs bool) error {
 		_, err = dec.Token()
 	}
 	return err
+}
+
+// TestAppendJSONFloatsAreFloats: every number of a float column has a point or an exponent,
+// and the integer columns have neither, so that readers that type numbers by their form
+// (Python's json, pandas, Arrow) get float and integer columns back.
+func TestAppendJSONFloatsAreFloats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	floatCols := map[string]bool{"obs": true, "new_obs": true, "rewards": true, "action_dist_inputs": true,
+		"action_logp": true, "vf_preds": true, "advantages": true, "value_targets": true,
+		"state_in_0": true, "state_in_1": true, "state_out_0": true, "state_out_1": true}
+	intCols := map[string]bool{"eps_id": true, "env_id": true, "agent_index": true, "t": true, "seq_lens": true}
+	var walk func(col string, v any)
+	walk = func(col string, v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				walk(col, e)
+			}
+		case json.Number:
+			s := string(x)
+			isFloat := strings.ContainsAny(s, ".e")
+			if floatCols[col] && !isFloat {
+				t.Fatalf("column %s: %s is written as an integer", col, s)
+			}
+			if intCols[col] && isFloat {
+				t.Fatalf("column %s: %s is written as a float", col, s)
+			}
+		}
+	}
+	for range 300 {
+		b := randomBatch(rng, 1+rng.IntN(6))
+		for i := range b.Obs {
+			if rng.IntN(3) == 0 {
+				b.Obs[i] = float32(rng.IntN(5) - 2) // whole numbers, -0 included below
+			}
+		}
+		if len(b.Obs) > 0 {
+			b.Obs[0] = negZero
+		}
+		line := AppendJSON(nil, single(b))
+		dec := json.NewDecoder(bytes.NewReader(jsonCompatible(line)))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			t.Fatalf("%v\n%s", err, line)
+		}
+		for col, v := range obj {
+			walk(col, v)
+		}
+	}
 }

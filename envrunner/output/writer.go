@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -36,19 +37,38 @@ type Options struct {
 	// writer goroutine, after the batch was encoded (or dropped because the writer had
 	// failed): from then on the caller may reuse it. It must not call the Writer's methods.
 	OnWritten func(*envrunner.MultiAgentBatch)
+	// Format is the file format; FormatAuto (the zero value) takes it from the path's
+	// extension (see FormatOf).
+	Format Format
+	// Compression is the codec of Parquet files (Zstd when zero); JSON lines are not
+	// compressed.
+	Compression Compression
+	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
+	// schema's): what a learner needs to trust the data, such as the spaces, the policy, the
+	// model's sha256, the sampler's version, the seed and the env. JSON lines have no place
+	// for it.
+	Metadata map[string]string
+}
+
+// encoder writes batches in one file format. write encodes a batch with rows into the file
+// buffer; endFile writes what a file needs after its last batch.
+type encoder interface {
+	write(dst io.Writer, m *envrunner.MultiAgentBatch) error
+	endFile(dst io.Writer) error
 }
 
 // Stats counts what a Writer has written.
 type Stats struct {
-	// Lines and Bytes count the lines (one per batch with rows) and their bytes, newlines
-	// included, handed to the file buffer.
+	// Lines counts the batches with rows written (a JSON line or a Parquet row group each),
+	// Bytes the bytes handed to the file buffer (newlines and Parquet footers included).
 	Lines, Bytes int64
 	// Files is the number of files opened.
 	Files int
 }
 
-// Writer writes MultiAgentBatches as JSON lines (see AppendJSON) from a goroutine of its own,
-// so that sampling does not wait for encoding and disk writes.
+// Writer writes MultiAgentBatches as JSON lines (see AppendJSON) or Parquet (see
+// envrunner/arrowbatch) from a goroutine of its own, so that sampling does not wait for
+// encoding and disk writes.
 //
 // Write, Flush and Close may be called from several goroutines; batches from different
 // goroutines are written in the order in which their Write calls hand them over.
@@ -74,10 +94,22 @@ type Writer struct {
 	files        []string
 
 	// Owned by the goroutine.
-	f    *os.File // nil once closed
-	bw   *bufio.Writer
-	size int64 // bytes in the current file
-	buf  []byte
+	f   *os.File // nil once closed
+	bw  *bufio.Writer
+	cw  countingWriter // bw, counting the bytes of the current file
+	enc encoder
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // item is a batch to write or, with flush set, a request to flush that is answered on flush.
@@ -99,6 +131,14 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	if opts.QueueSize == 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
+	var enc encoder = &jsonEncoder{}
+	switch opts.Format.Resolve(path) {
+	case FormatParquet:
+		enc = newParquetEncoder(opts.Compression, opts.Metadata)
+	case FormatJSON:
+	default:
+		return nil, fmt.Errorf("output: unknown format %d", opts.Format)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -115,7 +155,9 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 		files:     []string{path},
 		f:         f,
 		bw:        bufio.NewWriterSize(f, bufferSize),
+		enc:       enc,
 	}
+	w.cw.w = w.bw
 	go w.run()
 	return w, nil
 }
@@ -254,27 +296,24 @@ func (w *Writer) run() {
 	w.result = w.finish()
 }
 
-// write encodes m into the reused buffer and writes it as one line, starting a new file
+// write encodes m into the file (a JSON line or a Parquet row group), starting a new file
 // first when the current one is full. After a failure batches are dropped.
 func (w *Writer) write(m *envrunner.MultiAgentBatch) {
 	if w.stickyErr() != nil || m.Rows() == 0 {
 		return
 	}
-	w.buf = AppendJSON(w.buf[:0], m)
-	w.buf = append(w.buf, '\n')
-	if w.maxSize > 0 && w.size >= w.maxSize {
+	if w.maxSize > 0 && w.cw.n >= w.maxSize {
 		if !w.rotate() {
 			return
 		}
 	}
-	if _, err := w.bw.Write(w.buf); err != nil {
+	before := w.cw.n
+	if err := w.enc.write(&w.cw, m); err != nil {
 		w.fail(w.current(), err)
 		return
 	}
-	n := int64(len(w.buf))
-	w.size += n
 	w.lines.Add(1)
-	w.bytes.Add(n)
+	w.bytes.Add(w.cw.n - before)
 }
 
 // rotate closes the current file and opens the next one.
@@ -294,16 +333,21 @@ func (w *Writer) rotate() bool {
 	w.filesMu.Lock()
 	w.files = append(w.files, name)
 	w.filesMu.Unlock()
-	w.f, w.size = f, 0
+	w.f, w.cw.n = f, 0
 	w.bw.Reset(f)
 	return true
 }
 
-// closeFile flushes, fsyncs and closes the current file.
+// closeFile ends the current file (the Parquet footer), flushes, fsyncs and closes it.
 func (w *Writer) closeFile() error {
 	f := w.f
 	w.f = nil
-	err := w.bw.Flush()
+	before := w.cw.n
+	err := w.enc.endFile(&w.cw)
+	w.bytes.Add(w.cw.n - before)
+	if err == nil {
+		err = w.bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 		// Pipes and character devices (--out /dev/stdout) cannot be synced; that is no failure.

@@ -520,3 +520,90 @@ func TestWriterFailureReleasesBlockedProducer(t *testing.T) {
 		t.Error("Close after writing into /dev/full did not fail")
 	}
 }
+
+// TestWriterStickyErrorParquet: a Parquet writer fails the same way, with one error naming
+// the file, on a full disk and on a rotation that cannot create its file.
+func TestWriterStickyErrorParquet(t *testing.T) {
+	t.Run("dev-full", func(t *testing.T) {
+		if f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err != nil {
+			t.Skipf("no /dev/full: %v", err)
+		} else {
+			f.Close()
+		}
+		var mu sync.Mutex
+		back := 0
+		w, err := NewWriter("/dev/full", Options{Format: FormatParquet, QueueSize: 1, OnWritten: func(*envrunner.MultiAgentBatch) {
+			mu.Lock()
+			back++
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSticky(t, w, &back, &mu, "/dev/full")
+	})
+	t.Run("rotation", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "x.parquet")
+		blocked := RotatedName(path, 1)
+		if err := os.Mkdir(blocked, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		back := 0
+		w, err := NewWriter(path, Options{MaxFileSize: 1, OnWritten: func(*envrunner.MultiAgentBatch) {
+			mu.Lock()
+			back++
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSticky(t, w, &back, &mu, blocked)
+		n := 0
+		if err := ReadParquet(path, func(*envrunner.MultiAgentBatch) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("%d batches in the first file, want 1", n)
+		}
+	})
+}
+
+// TestParquetRotation: rotated Parquet files are each valid and hold every batch once.
+func TestParquetRotation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	w, err := NewWriter(path, Options{MaxFileSize: 20 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*envrunner.MultiAgentBatch
+	for range 30 {
+		m := single(cartPoleBatch(rng, 100))
+		want = append(want, m)
+		if err := w.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := w.Files()
+	if len(files) < 3 || files[1] != RotatedName(path, 1) {
+		t.Fatalf("files %v, want rotation at 20 KiB", files)
+	}
+	var got []*envrunner.MultiAgentBatch
+	for _, f := range files {
+		if err := ReadParquet(f, func(m *envrunner.MultiAgentBatch) error { got = append(got, m); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d batches back, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if d := diffMulti(want[i], got[i], true); d != "" && !strings.HasPrefix(d, "policy \"default_policy\": ActionSpace") {
+			t.Fatalf("batch %d: %s", i, d)
+		}
+	}
+}

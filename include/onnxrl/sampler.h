@@ -102,9 +102,11 @@ int onnxrl_policy_close(onnxrl_policy *p);
    for actions; a sampler inside the library answers all pending requests of a step with one
    batched inference and records the transitions.
    options_json keys: "max_episodes" (running at once, default 100), "explore" (default
-   true), "seed" (default 0), "out" (a file to record the sample batches in, RLlib's offline
-   JSON lines as `sample run --out` writes, rotated into x-000001.jsonl, ... for x.jsonl at
-   "max_file_size" bytes, default 64 MiB; default: record nothing), "max_wait_us" (once one
+   true), "seed" (default 0), "out" (a file to record the sample batches in, as
+   `sample run --out` writes: Parquet for a .parquet name, RLlib's offline JSON lines
+   otherwise, rotated into x-000001.parquet, ... for x.parquet at "max_file_size" bytes,
+   default 64 MiB; default: record nothing), "format" ("auto" from the name, "json" or
+   "parquet"), "compression" (Parquet: "zstd", the default, "snappy" or "none"), "max_wait_us" (once one
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot

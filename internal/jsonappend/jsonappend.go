@@ -36,6 +36,23 @@ func Float32(dst []byte, v float32) []byte {
 	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
 }
 
+// Float32Real writes v as Float32 does, but always as a float: a whole number gets ".0"
+// (1.0, -0.0), so that a reader that types numbers by their form (Python's json, pandas,
+// Arrow) reads a float. Values of 1e6 and beyond are written with an exponent, which reads as
+// a float already.
+func Float32Real(dst []byte, v float32) []byte {
+	if v > -SmallInt && v < SmallInt {
+		if i := int32(v); float32(i) == v {
+			if i == 0 && math.Signbit(float64(v)) {
+				return append(dst, "-0.0"...)
+			}
+			dst = strconv.AppendInt(dst, int64(i), 10)
+			return append(dst, '.', '0')
+		}
+	}
+	return Float32(dst, v)
+}
+
 const hexDigits = "0123456789abcdef"
 
 // String writes s as a JSON string. Control characters, quotes and backslashes are

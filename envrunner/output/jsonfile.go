@@ -1,0 +1,21 @@
+package output
+
+import (
+	"io"
+
+	"github.com/onnxrl/sampler/envrunner"
+)
+
+// jsonEncoder writes each batch as one JSON line into a reused buffer.
+type jsonEncoder struct {
+	buf []byte
+}
+
+func (e *jsonEncoder) write(dst io.Writer, m *envrunner.MultiAgentBatch) error {
+	e.buf = AppendJSON(e.buf[:0], m)
+	e.buf = append(e.buf, '\n')
+	_, err := dst.Write(e.buf)
+	return err
+}
+
+func (e *jsonEncoder) endFile(io.Writer) error { return nil }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Measures what writing the samples costs sample run, alternating the commands in rounds so
+# that a shared, noisy machine disturbs them alike, and prints rows/s per round, the ratios
+# and bytes per row:
+#   none      sample run without --out
+#   parquet   the same with --out DIR/x.parquet
+#   json      the same with --out DIR/x.jsonl
+#   base-json the same with a baseline binary (-b, e.g. built from an older commit)
+# CartPole-v1, the bundled MLP, 256 sub-environments, one worker, exploring.
+#
+#   scripts/bench_output.sh [-r ROUNDS] [-s STEPS] [-b BASELINE_SAMPLE_BINARY]
+set -euo pipefail
+rounds=3 steps=5000000 base=""
+while getopts "r:s:b:" o; do
+	case $o in
+	r) rounds=$OPTARG ;;
+	s) steps=$OPTARG ;;
+	b) base=$OPTARG ;;
+	*) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-b BASELINE_SAMPLE_BINARY]" >&2; exit 2 ;;
+	esac
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && go build -o "$tmp/sample" ./cmd/sample)
+
+# one BIN NAME [--out FILE]: runs sample run, prints "steps_per_sec bytes"
+one() {
+	local bin=$1 name=$2
+	shift 2
+	rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+	local sps
+	sps=$(cd "$root" && "$bin" run --env CartPole-v1 --num-envs 256 --workers 1 --explore=true \
+		--steps "$steps" --max-file-size 0 --json "$@" |
+		sed -n 's/.*"steps_per_sec":\([0-9.e+]*\).*/\1/p')
+	local bytes
+	bytes=$(du -cb "$tmp/out" | tail -1 | cut -f1)
+	echo "$sps $bytes"
+}
+
+declare -A sum
+names="none parquet json"
+[[ -n $base ]] && names="$names base-json"
+printf "%-6s" round
+for n in $names; do printf " %14s" "$n"; done
+printf " %10s %10s" parquet/none json/none
+[[ -n $base ]] && printf " %14s" json/base-json
+echo
+for r in $(seq 1 "$rounds"); do
+	declare -A sps bpr
+	for n in $names; do
+		case $n in
+		none) set -- "$tmp/sample" none ;;
+		parquet) set -- "$tmp/sample" parquet --out "$tmp/out/x.parquet" ;;
+		json) set -- "$tmp/sample" json --out "$tmp/out/x.jsonl" ;;
+		base-json) set -- "$base" base-json --out "$tmp/out/x.jsonl" ;;
+		esac
+		read -r s b < <(one "$@")
+		sps[$n]=$s
+		bpr[$n]=$(awk -v b="$b" -v s="$steps" 'BEGIN{printf "%.1f", b/s}')
+	done
+	printf "%-6s" "$r"
+	for n in $names; do printf " %14.0f" "${sps[$n]}"; done
+	printf " %10.3f %10.3f" "$(awk -v a="${sps[parquet]}" -v b="${sps[none]}" 'BEGIN{print a/b}')" \
+		"$(awk -v a="${sps[json]}" -v b="${sps[none]}" 'BEGIN{print a/b}')"
+	[[ -n $base ]] && printf " %14.3f" "$(awk -v a="${sps[json]}" -v b="${sps[base-json]}" 'BEGIN{print a/b}')"
+	echo
+done
+echo "bytes/row (last round):$(for n in parquet json ${base:+base-json}; do printf " %s %s" "$n" "${bpr[$n]}"; done)"
