@@ -27,10 +27,10 @@ class Env:
     Args:
         model: an ``.onnx`` path or a bundled model name (recurrent policies included: each
             episode's state is kept by the sampler).
-        out: the file to record the sample batches in, RLlib's offline JSON lines (``.jsonl``;
-            rotated into ``x-000001.jsonl``, ... at ``max_file_size``). None records nothing.
-            Parquet (``.parquet``) works once the C library writes it; until then it is refused
-            with an InvalidArgumentError.
+        out: the file to record the sample batches in: Parquet for a ``.parquet`` name (RLlib's
+            offline columns, zstd), RLlib's offline JSON lines otherwise (rotated into
+            ``x-000001.parquet``, ... at ``max_file_size``; ``format=`` and ``compression=``
+            options override). None records nothing.
         max_episodes: most episodes running at once (LimitError beyond).
         explore: sample actions from the distribution (False: the mode).
         seed: seed of the action sampling.

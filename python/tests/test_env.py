@@ -242,3 +242,26 @@ def test_log_returns_batch(lib, tmp_path):
     for (e, t), r in sorted(rows(out).items()):
         by_eps.setdefault(e, []).append(r["rewards"])
     assert sorted(by_eps.values()) == [[1.0, 2.0, 103.0], [10.0, 11.0, 12.0]]
+
+
+def test_parquet_out(lib, tmp_path, sample_bin):
+    """out="x.parquet" records the same transitions as JSON lines (read back through
+    `sample convert`, so no pyarrow is needed)."""
+    import subprocess
+    paths = {ext: str(tmp_path / f"data.{ext}") for ext in ("jsonl", "parquet")}
+    for path in paths.values():
+        with Env("cartpole_mlp", out=path, explore=False, seed=3) as env:
+            ids = [env.start_episode(f"e{k}") for k in range(3)]
+            for t in range(4):
+                env.get_actions(ids, np.stack([observation(k, t) for k in range(3)]))
+                env.log_returns_batch(ids, [1.0, 2.0, 3.0])
+            for k, eid in enumerate(ids):
+                env.end_episode(eid, observation(k, 4))
+    back = str(tmp_path / "back.jsonl")
+    subprocess.run([sample_bin, "convert", paths["parquet"], back], check=True, capture_output=True)
+    want, got = rows(paths["jsonl"]), rows(back)
+    assert len(got) == 3 * 4
+    assert got.keys() == want.keys()
+    for key in want:
+        for col in ("obs", "new_obs", "actions", "rewards", "terminateds", "truncateds"):
+            assert got[key][col] == want[key][col], (key, col)
