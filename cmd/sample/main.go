@@ -5,6 +5,8 @@
 //	sample infer --model M --input FILE        run a model on JSON inputs, print JSON outputs
 //	sample serve [--model M] [--addr A] ...    serve a policy over HTTP to external simulators (see sample serve -h)
 //	sample convert IN... OUT                   convert sample files between JSON lines and Parquet
+//	sample broker [--listen A] [--store DIR]   run the embedded NATS server alone (scale-out; see sample broker -h)
+//	sample drain --run NAME --out FILE         consume a run's sample stream into files (see sample drain -h)
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -38,6 +40,8 @@ func commands() []command {
 		{"infer", "run a model on inputs from a JSON file and print the outputs as JSON", runInfer},
 		{"serve", "serve a policy over HTTP to external simulators, recording their episodes", runServe},
 		{"convert", "convert sample files between JSON lines and Parquet", runConvert},
+		{"broker", "run the embedded NATS JetStream server alone, for samplers on other machines", runBroker},
+		{"drain", "consume a run's sample batches from NATS into Parquet or JSON lines files", runDrain},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }
