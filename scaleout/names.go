@@ -47,3 +47,7 @@ func PolicyBucket(run string) string { return "rl_" + run + "_policy" }
 func ModelObject(policy string, version uint64) string {
 	return fmt.Sprintf("%s/v%06d.onnx", policy, version)
 }
+
+// SamplerBucket is the key-value bucket in which run's samplers report themselves (key: the
+// sampler's name); entries expire after SamplerTTL without an update.
+func SamplerBucket(run string) string { return "rl_" + run + "_samplers" }

@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -61,6 +62,17 @@ type Publisher struct {
 	stats  PublisherStats
 	seq    uint64
 	batch  uint64
+
+	samplers jetstream.KeyValue // nil until reached
+	reported time.Time
+}
+
+// SamplerState is what a Publisher reports in the run's sampler bucket.
+type SamplerState struct {
+	Sampler       string         `json:"sampler"`
+	PolicyVersion uint64         `json:"policy_version"`
+	Stats         PublisherStats `json:"stats"`
+	Updated       time.Time      `json:"updated"`
 }
 
 // ErrClosed is returned by Write after Close.
@@ -157,7 +169,28 @@ func (p *Publisher) loop() {
 		if p.o.OnPublished != nil {
 			p.o.OnPublished(q.m)
 		}
+		if time.Since(p.reported) >= time.Second {
+			p.report(q.version)
+		}
 	}
+	p.report(p.version.Load())
+}
+
+// report puts the publisher's state into the sampler bucket; a failure only costs the report.
+func (p *Publisher) report(version uint64) {
+	p.reported = time.Now()
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	if p.samplers == nil {
+		kv, err := p.js.KeyValue(ctx, SamplerBucket(p.o.Run))
+		if err != nil {
+			return
+		}
+		p.samplers = kv
+	}
+	st := SamplerState{Sampler: p.o.Sampler, PolicyVersion: version, Stats: p.Stats(), Updated: time.Now().UTC()}
+	val, _ := json.Marshal(st)
+	p.samplers.Put(ctx, p.o.Sampler, val)
 }
 
 func (p *Publisher) publishBatch(bd *arrowbatch.Builder, q queued) error {

@@ -71,5 +71,17 @@ func EnsureRun(ctx context.Context, js jetstream.JetStream, run string, c RunCon
 	} else if err != nil {
 		return fmt.Errorf("scaleout: key-value bucket %s: %w", PolicyBucket(run), err)
 	}
+	if _, err := js.KeyValue(ctx, SamplerBucket(run)); errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SamplerBucket(run),
+			Description: "samplers of run " + run, TTL: SamplerTTL, Storage: jetstream.MemoryStorage}); err != nil &&
+			!errors.Is(err, jetstream.ErrBucketExists) {
+			return fmt.Errorf("scaleout: create key-value bucket %s: %w", SamplerBucket(run), err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("scaleout: key-value bucket %s: %w", SamplerBucket(run), err)
+	}
 	return nil
 }
+
+// SamplerTTL is how long a sampler stays listed after its last report.
+const SamplerTTL = 30 * time.Second

@@ -99,3 +99,37 @@ func TestScaleoutBadInput(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "token is required")
 }
+
+func TestPublishPolicyAndStatus(t *testing.T) {
+	b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	code, out, errs := runCLI("publish-policy", "--server", b.URL(), "--run", "p", "../../models/cartpole_mlp.onnx")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "policy default_policy version 1 (default_policy/v000001.onnx")
+	code, out, errs = runCLI("publish-policy", "--server", b.URL(), "--run", "p", "--json", "../../models/cartpole_mlp.onnx")
+	require.Equal(t, 0, code, errs)
+	var pv scaleout.PolicyVersion
+	require.NoError(t, json.Unmarshal([]byte(out), &pv))
+	require.EqualValues(t, 2, pv.Version)
+
+	runJSON(t, "--model", "random", "--steps", "300", "--fragment-length", "100", "--publish", b.URL(), "--run", "p", "--sampler", "s1")
+	code, out, errs = runCLI("status", "--server", b.URL(), "--run", "p", "--json")
+	require.Equal(t, 0, code, errs)
+	var st scaleout.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.EqualValues(t, 3, st.Messages)
+	require.Len(t, st.Policies, 1)
+	require.EqualValues(t, 2, st.Policies[0].Version)
+	require.Len(t, st.Samplers, 1)
+	require.EqualValues(t, 300, st.Samplers[0].Stats.Rows)
+	code, out, errs = runCLI("status", "--server", b.URL(), "--run", "p")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "sampler s1")
+	require.Contains(t, out, "2 versions behind")
+
+	code, _, _ = runCLI("publish-policy", "--server", b.URL(), "--run", "p", "missing.onnx")
+	require.Equal(t, 1, code)
+	code, _, _ = runCLI("status", "--server", b.URL(), "--run", "nope")
+	require.Equal(t, 1, code)
+}
