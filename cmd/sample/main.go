@@ -9,6 +9,7 @@
 //	sample drain --run NAME --out FILE         consume a run's sample stream into files (see sample drain -h)
 //	sample publish-policy MODEL.onnx          upload a new policy version for a run's samplers
 //	sample status [--run NAME]                 a run's stream depth, consumer lag, policies and samplers
+//	sample worker [--run NAME] [--policy ID]     sample with the run's current policy version until stopped, publishing the batches
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -46,6 +47,7 @@ func commands() []command {
 		{"drain", "consume a run's sample batches from NATS into Parquet or JSON lines files", runDrain},
 		{"publish-policy", "upload an ONNX model as a run's next policy version", runPublishPolicy},
 		{"status", "show a run's stream depth, consumer lag, policy versions and samplers", runStatus},
+		{"worker", "sample with a run's current policy (swapped for new versions) until stopped, publishing to NATS", runWorker},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }
