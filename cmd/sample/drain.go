@@ -31,12 +31,15 @@ type drainFlags struct {
 
 // drainSummary is what sample drain prints.
 type drainSummary struct {
-	Run      string   `json:"run"`
-	Messages int64    `json:"messages"`
-	Batches  int64    `json:"batches"`
-	Rows     int64    `json:"rows"`
-	EnvSteps int64    `json:"env_steps"`
-	Out      []string `json:"out"`
+	Run      string `json:"run"`
+	Messages int64  `json:"messages"`
+	Batches  int64  `json:"batches"`
+	Rows     int64  `json:"rows"`
+	EnvSteps int64  `json:"env_steps"`
+	// Duplicates counts messages delivered again whose id this drain had written already
+	// (they are acknowledged, not written).
+	Duplicates int64    `json:"duplicates"`
+	Out        []string `json:"out"`
 }
 
 // runDrain consumes a run's stream into files: segment after segment, each segment one file
@@ -89,7 +92,7 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}}
+	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}, stderr: stderr, seen: newIDSet(1 << 18)}
 	err = d.run(ctx)
 	if f.jsonOut {
 		if e := json.NewEncoder(stdout).Encode(d.sum); e != nil {
@@ -109,6 +112,8 @@ type drainer struct {
 	next    int // index of the next file name to try
 	w       *output.Writer
 	pending []jetstream.Msg
+	seen    idSet
+	stderr  io.Writer
 	segRows int64
 	started time.Time
 }
@@ -121,7 +126,13 @@ func (d *drainer) run(ctx context.Context) error {
 		}
 		msgs, err := d.c.Fetch(d.f.fetch, time.Second)
 		if err != nil && ctx.Err() == nil {
-			return errors.Join(err, d.closeSegment())
+			// A lost connection or a restarting server: the client reconnects; try again.
+			fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
 		}
 		for _, m := range msgs {
 			if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows {
@@ -129,6 +140,13 @@ func (d *drainer) run(ctx context.Context) error {
 				if err := m.Nak(); err != nil {
 					return errors.Join(fmt.Errorf("give back a message: %w", err), d.closeSegment())
 				}
+				continue
+			}
+			if d.seen.add(m.Headers().Get(scaleout.HeaderMsgID)) {
+				// Delivered again (an acknowledgement lost in a server restart): it is in
+				// a file already.
+				d.sum.Duplicates++
+				d.pending = append(d.pending, m)
 				continue
 			}
 			if err := d.write(m); err != nil {
@@ -144,7 +162,7 @@ func (d *drainer) run(ctx context.Context) error {
 			lastMsg = time.Now()
 		}
 		idle := len(msgs) == 0
-		if d.w != nil && (idle || time.Since(d.started) >= d.f.segmentTime) {
+		if (d.w != nil || len(d.pending) > 0) && (idle || time.Since(d.started) >= d.f.segmentTime) {
 			if err := d.closeSegment(); err != nil {
 				return err
 			}
@@ -218,18 +236,56 @@ func (d *drainer) freeName() string {
 // closeSegment closes the current file (written, flushed, synced) and then acknowledges its
 // messages.
 func (d *drainer) closeSegment() error {
-	if d.w == nil {
+	if d.w == nil && len(d.pending) == 0 {
 		return nil
 	}
-	err := d.w.Close()
-	d.w = nil
-	if err != nil {
-		// Not acknowledged: the server delivers these messages again.
-		return err
+	if d.w != nil {
+		err := d.w.Close()
+		d.w = nil
+		if err != nil {
+			// Not acknowledged: the server delivers these messages again.
+			return err
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = scaleout.AckAll(ctx, d.pending)
-	d.pending = d.pending[:0]
-	return err
+	var err error
+	// The acknowledgements may meet a restarting server: retry for a while (a message whose
+	// acknowledgement is lost is delivered again and dropped by its id).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = scaleout.AckAll(ctx, d.pending)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			d.pending = d.pending[:0]
+			return err
+		}
+		fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// idSet remembers the last n message ids.
+type idSet struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newIDSet(n int) idSet { return idSet{ids: map[string]struct{}{}, ring: make([]string, n)} }
+
+// add records id and reports whether it was there already ("" is never recorded).
+func (s *idSet) add(id string) bool {
+	if id == "" {
+		return false
+	}
+	if _, ok := s.ids[id]; ok {
+		return true
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.next = (s.next + 1) % len(s.ring)
+	s.ids[id] = struct{}{}
+	return false
 }
