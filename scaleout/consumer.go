@@ -79,7 +79,8 @@ func (c *Consumer) Fetch(n int, wait time.Duration) ([]jetstream.Msg, error) {
 }
 
 // AckAll acknowledges msgs, the last one with a confirmation from the server: once it
-// returns, the server has processed every ack (they travel in order on one connection).
+// returns nil, the server has processed every ack (they travel in order on one connection).
+// Messages acknowledged before are skipped, so a failed AckAll can simply be called again.
 func AckAll(ctx context.Context, msgs []jetstream.Msg) error {
 	for i, m := range msgs {
 		var err error
@@ -88,7 +89,7 @@ func AckAll(ctx context.Context, msgs []jetstream.Msg) error {
 		} else {
 			err = m.Ack()
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			return fmt.Errorf("scaleout: acknowledge: %w", err)
 		}
 	}

@@ -262,6 +262,9 @@ func (p *Publisher) publish(msg *nats.Msg, id string) error {
 			p.stats.Full++
 		}
 		p.mu.Unlock()
+		if time.Since(p.reported) >= time.Second {
+			p.report(p.version.Load()) // a sampler held back still reports
+		}
 		select {
 		case <-time.After(wait):
 		case <-p.ctx.Done():

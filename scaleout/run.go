@@ -73,7 +73,7 @@ func EnsureRun(ctx context.Context, js jetstream.JetStream, run string, c RunCon
 	}
 	if _, err := js.KeyValue(ctx, SamplerBucket(run)); errors.Is(err, jetstream.ErrBucketNotFound) {
 		if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: SamplerBucket(run),
-			Description: "samplers of run " + run, TTL: SamplerTTL, Storage: jetstream.MemoryStorage}); err != nil &&
+			Description: "samplers of run " + run, TTL: SamplerTTL, Storage: jetstream.FileStorage}); err != nil &&
 			!errors.Is(err, jetstream.ErrBucketExists) {
 			return fmt.Errorf("scaleout: create key-value bucket %s: %w", SamplerBucket(run), err)
 		}

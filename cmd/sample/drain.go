@@ -248,20 +248,22 @@ func (d *drainer) closeSegment() error {
 		}
 	}
 	var err error
-	// The acknowledgements may meet a restarting server: retry for a while (a message whose
-	// acknowledgement is lost is delivered again and dropped by its id).
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The acknowledgements may meet a restarting server that no longer knows these
+	// deliveries: the messages are then delivered again and dropped by their ids.
+	for try := 0; try < 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err = scaleout.AckAll(ctx, d.pending)
 		cancel()
-		if err == nil || time.Now().After(deadline) {
-			d.pending = d.pending[:0]
-			return err
+		if err == nil {
+			break
 		}
-		fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
 		time.Sleep(250 * time.Millisecond)
 	}
+	if err != nil {
+		fmt.Fprintf(d.stderr, "sample drain: %v; the server will deliver these %d messages again and they will be dropped by id\n", oneLine(err.Error()), len(d.pending))
+	}
+	d.pending = d.pending[:0]
+	return nil
 }
 
 // idSet remembers the last n message ids.

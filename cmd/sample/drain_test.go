@@ -133,3 +133,5 @@ func TestPublishPolicyAndStatus(t *testing.T) {
 	code, _, _ = runCLI("status", "--server", b.URL(), "--run", "nope")
 	require.Equal(t, 1, code)
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -34,7 +34,8 @@ type workerFlags struct {
 // current one keeps sampling; at the next batch boundary the current runner's last partial
 // batch is published (tagged with the old version), it is closed and the new one takes over:
 // its batches carry the new version. Episodes in progress at the swap end there without a
-// terminated or truncated flag (the runner redesign of issue 18 will keep them going).
+// terminated or truncated flag (the runner redesign of issue 18 will keep them going). The
+// runner of version v is seeded with --seed + v<<32, so episode ids do not repeat.
 func runWorker(args []string, stdout, stderr io.Writer) error {
 	f := &workerFlags{}
 	fs := newFlags("worker", workerArgs, stderr)
@@ -265,6 +266,8 @@ func (w *worker) build(ctx context.Context, pv scaleout.PolicyVersion) (*generat
 	}
 	rf := w.f.run
 	rf.model = path
+	// A new runner of the same seed would repeat the episode ids of the one before.
+	rf.seed = w.f.run.seed + pv.Version<<32
 	s, err := buildRun(&rf)
 	if err != nil {
 		return nil, err
