@@ -73,7 +73,18 @@ func tryParts(rec arrow.RecordBatch, n, envSteps, limit int) ([]part, bool, erro
 // Decode reads a sample message back into a batch, with the EnvSteps of its Rl-Env-Steps
 // header (its rows when the header is missing), and returns the record's schema metadata
 // (what output.Options.Metadata wants).
-func Decode(msg *nats.Msg) (*envrunner.MultiAgentBatch, map[string]string, error) {
+func Decode(msg *nats.Msg) (m *envrunner.MultiAgentBatch, meta map[string]string, err error) {
+	// Arrow's IPC reader trusts the flatbuffers it reads and may index out of range on a
+	// corrupt message: that is bad input, not a reason to stop a learner.
+	defer func() {
+		if p := recover(); p != nil {
+			m, meta, err = nil, nil, fmt.Errorf("scaleout: message on %s is not a valid Arrow IPC stream: %v", msg.Subject, p)
+		}
+	}()
+	return decode(msg)
+}
+
+func decode(msg *nats.Msg) (*envrunner.MultiAgentBatch, map[string]string, error) {
 	r, err := ipc.NewReader(bytes.NewReader(msg.Data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("scaleout: message on %s is not Arrow IPC: %w", msg.Subject, err)
