@@ -7,6 +7,11 @@
 //	sample bench [--quick] [--out DIR] ...     throughput over a matrix of settings (see sample bench -h)
 //	sample runtime install [--from TGZ]        fetch the pinned ONNX Runtime (digest-checked) into the user cache
 //	sample convert IN... OUT                   convert sample files between JSON lines and Parquet
+//	sample broker [--listen A] [--store DIR]   run the embedded NATS server alone (scale-out; see sample broker -h)
+//	sample drain --run NAME --out FILE         consume a run's sample stream into files (see sample drain -h)
+//	sample publish-policy MODEL.onnx          upload a new policy version for a run's samplers
+//	sample status [--run NAME]                 a run's stream depth, consumer lag, policies and samplers
+//	sample worker [--run NAME] [--policy ID]     sample with the run's current policy version until stopped, publishing the batches
 //	sample version                             versions of the sampler and the ONNX Runtime in use
 //
 // MODEL is a path to an .onnx file or the name of a bundled model (sample inspect --list).
@@ -42,6 +47,11 @@ func commands() []command {
 		{"runtime", "install the pinned ONNX Runtime into your cache directory (runtime install), or show where (runtime path)", runRuntime},
 		{"bench", "measure throughput over a matrix of settings; write report.md, CSV and plots", runBench},
 		{"convert", "convert sample files between JSON lines and Parquet", runConvert},
+		{"broker", "run the embedded NATS JetStream server alone, for samplers on other machines", runBroker},
+		{"drain", "consume a run's sample batches from NATS into Parquet or JSON lines files", runDrain},
+		{"publish-policy", "upload an ONNX model as a run's next policy version", runPublishPolicy},
+		{"status", "show a run's stream depth, consumer lag, policy versions and samplers", runStatus},
+		{"worker", "sample with a run's current policy (swapped for new versions) until stopped, publishing to NATS", runWorker},
 		{"version", "print the versions of the sampler and of the ONNX Runtime library", runVersion},
 	}
 }

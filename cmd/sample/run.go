@@ -43,6 +43,7 @@ type runFlags struct {
 	policies, policyMap                                                 repeated // --policy ID=MODEL, --policy-map AGENT=ID
 	overwrite                                                           bool
 	output                                                              outputFlags
+	publish                                                             publishFlags
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -63,6 +64,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
 	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
 	f.output.register(fs)
+	f.publish.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an existing --out file and its rotated files (otherwise refused)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
@@ -114,6 +116,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, usagef("--count-steps-by %q: want env_steps or agent_steps", f.countBy)
 	case !(f.gamma >= 0 && f.gamma <= 1) || !(f.lambda >= 0 && f.lambda <= 1):
 		return nil, usagef("--gamma and --lambda must be in [0, 1]")
+	}
+	if f.out != "" && f.publish.target != "" {
+		return nil, usagef("%v", errOutAndPublish)
 	}
 	if f.steps == 0 && f.episodes == 0 {
 		f.steps = 10000
@@ -384,6 +389,24 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	var pub *publishSession
+	if f.publish.target != "" {
+		meta := sampleMetadata(f.env, f.envConfig, f.seed, f.explore, s.info.obs, s.info.act, s.model, s.policy)
+		if pub, err = startPublish(&f.publish, meta, s.group.Release, stderr); err != nil {
+			return err
+		}
+		defer pub.shutdown()
+		sink = func(b *envrunner.MultiAgentBatch) error {
+			if b.Rows() == 0 {
+				s.group.Release(b)
+				return nil
+			}
+			batches++
+			rows += int64(b.Rows())
+			return pub.pub.Write(b)
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
@@ -405,6 +428,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if w != nil {
 		closeErr = w.Close()
 		files = w.Files()
+	}
+	if pub != nil {
+		closeErr = pub.close(ctx, stderr)
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/scaleout"
+)
+
+const drainArgs = "--run NAME --out FILE [--server URL] [--token T | --creds FILE] [--idle-exit 5s] [--max-rows N] ..."
+
+type drainFlags struct {
+	nats                  natsFlags
+	output                outputFlags
+	out, durable          string
+	idleExit, segmentTime time.Duration
+	maxRows, segmentRows  int64
+	fetch                 int
+	jsonOut               bool
+}
+
+// drainSummary is what sample drain prints.
+type drainSummary struct {
+	Run      string `json:"run"`
+	Messages int64  `json:"messages"`
+	Batches  int64  `json:"batches"`
+	Rows     int64  `json:"rows"`
+	EnvSteps int64  `json:"env_steps"`
+	// Duplicates counts messages delivered again whose id this drain had written already
+	// (they are acknowledged, not written).
+	Duplicates int64    `json:"duplicates"`
+	Out        []string `json:"out"`
+}
+
+// runDrain consumes a run's stream into files: segment after segment, each segment one file
+// (out, then out-000001, ... after the files that exist already), its messages acknowledged
+// only once the file is closed and synced. A drain stopped by a signal closes its segment
+// first, so nothing acknowledged is missing from the files and nothing written is delivered
+// again.
+func runDrain(args []string, stdout, stderr io.Writer) error {
+	f := &drainFlags{}
+	fs := newFlags("drain", drainArgs, stderr)
+	f.nats.register(fs)
+	f.output.register(fs)
+	fs.StringVar(&f.out, "out", "", "output file: Parquet for .parquet, JSON lines otherwise (see --format); later segments are numbered FILE-000001...")
+	fs.StringVar(&f.durable, "durable", "drain", "durable consumer name: drains of one name share the messages")
+	fs.DurationVar(&f.idleExit, "idle-exit", 0, "stop once the stream has been empty this long (0: run until interrupted)")
+	fs.Int64Var(&f.maxRows, "max-rows", 0, "stop after the segment that reaches this many rows (0: no limit)")
+	fs.Int64Var(&f.segmentRows, "segment-rows", 1_000_000, "close the file and acknowledge its messages after this many rows")
+	fs.DurationVar(&f.segmentTime, "segment-time", time.Minute, "close the file and acknowledge its messages after this long")
+	fs.IntVar(&f.fetch, "fetch", 16, "messages asked for at once")
+	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case f.out == "":
+		return usagef("--out is required")
+	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0:
+		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows and --idle-exit not negative")
+	}
+	if err := f.nats.check(); err != nil {
+		return err
+	}
+	if _, err := f.output.options(0, nil); err != nil {
+		return err
+	}
+	nc, js, err := f.nats.connect("sample drain")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	c, err := scaleout.NewConsumer(setup, js, scaleout.ConsumerOptions{Run: f.nats.run, Durable: f.durable,
+		AckWait: 2*f.segmentTime + time.Minute, MaxAckPending: 100000})
+	cancel()
+	if err != nil {
+		return err
+	}
+	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}, stderr: stderr, seen: newIDSet(1 << 18)}
+	err = d.run(ctx)
+	if f.jsonOut {
+		if e := json.NewEncoder(stdout).Encode(d.sum); e != nil {
+			err = errors.Join(err, e)
+		}
+	} else {
+		fmt.Fprintf(stdout, "drained run %s: %d messages, %d batches, %d rows, %d env steps into %v\n",
+			d.sum.Run, d.sum.Messages, d.sum.Batches, d.sum.Rows, d.sum.EnvSteps, d.sum.Out)
+	}
+	return err
+}
+
+type drainer struct {
+	f       *drainFlags
+	c       *scaleout.Consumer
+	sum     drainSummary
+	next    int // index of the next file name to try
+	w       *output.Writer
+	pending []jetstream.Msg
+	seen    idSet
+	stderr  io.Writer
+	segRows int64
+	started time.Time
+}
+
+func (d *drainer) run(ctx context.Context) error {
+	lastMsg := time.Now()
+	for ctx.Err() == nil {
+		if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows && d.w == nil {
+			return nil
+		}
+		msgs, err := d.c.Fetch(d.f.fetch, time.Second)
+		if err != nil && ctx.Err() == nil {
+			// A lost connection or a restarting server: the client reconnects; try again.
+			fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+			continue
+		}
+		for _, m := range msgs {
+			if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows {
+				// Not ours to take: the server hands it to the next drain at once.
+				if err := m.Nak(); err != nil {
+					return errors.Join(fmt.Errorf("give back a message: %w", err), d.closeSegment())
+				}
+				continue
+			}
+			if d.seen.add(m.Headers().Get(scaleout.HeaderMsgID)) {
+				// Delivered again (an acknowledgement lost in a server restart): it is in
+				// a file already.
+				d.sum.Duplicates++
+				d.pending = append(d.pending, m)
+				continue
+			}
+			if err := d.write(m); err != nil {
+				return errors.Join(err, d.closeSegment())
+			}
+			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows) {
+				if err := d.closeSegment(); err != nil {
+					return err
+				}
+			}
+		}
+		if len(msgs) > 0 {
+			lastMsg = time.Now()
+		}
+		idle := len(msgs) == 0
+		if (d.w != nil || len(d.pending) > 0) && (idle || time.Since(d.started) >= d.f.segmentTime) {
+			if err := d.closeSegment(); err != nil {
+				return err
+			}
+		}
+		if idle && d.f.idleExit > 0 && time.Since(lastMsg) >= d.f.idleExit {
+			return nil
+		}
+	}
+	return d.closeSegment()
+}
+
+// write adds one message's batch to the current segment, opening it first when needed.
+func (d *drainer) write(m jetstream.Msg) error {
+	b, meta, err := scaleout.Decode(&nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: m.Headers()})
+	if err != nil {
+		// A message that is not a sample batch would come back forever: take it out of the
+		// stream and say so.
+		if e := m.Term(); e != nil {
+			return errors.Join(err, e)
+		}
+		return fmt.Errorf("%w (message terminated)", err)
+	}
+	if d.w == nil {
+		opts, err := d.f.output.options(0, meta)
+		if err != nil {
+			return err
+		}
+		path := d.freeName()
+		if d.w, err = output.NewWriter(path, opts); err != nil {
+			return err
+		}
+		d.sum.Out = append(d.sum.Out, path)
+		d.started, d.segRows = time.Now(), 0
+	}
+	rows := int64(b.Rows())
+	if err := d.w.Write(b); err != nil {
+		return err
+	}
+	d.pending = append(d.pending, m)
+	d.segRows += rows
+	d.sum.Messages++
+	d.sum.Rows += rows
+	d.sum.EnvSteps += int64(b.EnvSteps)
+	if m.Headers().Get(scaleout.HeaderPart) == "" || isLastPart(m.Headers().Get(scaleout.HeaderPart)) {
+		d.sum.Batches++
+	}
+	return nil
+}
+
+func isLastPart(p string) bool {
+	var i, n int
+	_, err := fmt.Sscanf(p, "%d/%d", &i, &n)
+	return err == nil && i == n
+}
+
+// freeName is the first of out, out-000001, ... that does not exist yet (a restarted drain
+// never overwrites the files of an earlier one).
+func (d *drainer) freeName() string {
+	for ; ; d.next++ {
+		p := d.f.out
+		if d.next > 0 {
+			p = output.RotatedName(d.f.out, d.next)
+		}
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			d.next++
+			return p
+		}
+	}
+}
+
+// closeSegment closes the current file (written, flushed, synced) and then acknowledges its
+// messages.
+func (d *drainer) closeSegment() error {
+	if d.w == nil && len(d.pending) == 0 {
+		return nil
+	}
+	if d.w != nil {
+		err := d.w.Close()
+		d.w = nil
+		if err != nil {
+			// Not acknowledged: the server delivers these messages again.
+			return err
+		}
+	}
+	var err error
+	// The acknowledgements may meet a restarting server that no longer knows these
+	// deliveries: the messages are then delivered again and dropped by their ids.
+	for try := 0; try < 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err = scaleout.AckAll(ctx, d.pending)
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		fmt.Fprintf(d.stderr, "sample drain: %v; the server will deliver these %d messages again and they will be dropped by id\n", oneLine(err.Error()), len(d.pending))
+	}
+	d.pending = d.pending[:0]
+	return nil
+}
+
+// idSet remembers the last n message ids.
+type idSet struct {
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newIDSet(n int) idSet { return idSet{ids: map[string]struct{}{}, ring: make([]string, n)} }
+
+// add records id and reports whether it was there already ("" is never recorded).
+func (s *idSet) add(id string) bool {
+	if id == "" {
+		return false
+	}
+	if _, ok := s.ids[id]; ok {
+		return true
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.next = (s.next + 1) % len(s.ring)
+	s.ids[id] = struct{}{}
+	return false
+}

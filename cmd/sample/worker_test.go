@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onnxrl/sampler/scaleout"
+)
+
+// TestWorkerPolicyRollout: two worker processes sample with version 1 of the run's policy; a
+// new version reaches both within 10 s; after SIGTERM every row they report is in the stream
+// exactly once, each sampler's versions never going back.
+func TestWorkerPolicyRollout(t *testing.T) {
+	needRuntime(t)
+	b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	code, _, errs := runCLI("publish-policy", "--server", b.URL(), "--run", "w", "../../models/cartpole_mlp.onnx")
+	require.Equal(t, 0, code, errs)
+
+	dir := t.TempDir()
+	var cmds []*exec.Cmd
+	for k := range 2 {
+		cmd := exec.Command(os.Args[0], "worker", "--server", b.URL(), "--run", "w", "--sampler", fmt.Sprintf("w%d", k),
+			"--num-envs", "2", "--fragment-length", "100", "--seed", fmt.Sprint(k), "--poll", "500ms")
+		cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("w%d.out", k)))
+		require.NoError(t, err)
+		defer out.Close()
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		})
+		cmds = append(cmds, cmd)
+	}
+	nc, err := nats.Connect(b.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitVersion := func(v uint64) time.Duration {
+		start := time.Now()
+		for {
+			st, err := scaleout.RunStatus(ctx, js, "w")
+			require.NoError(t, err)
+			n := 0
+			for _, s := range st.Samplers {
+				if s.PolicyVersion == v && s.Stats.Batches > 0 {
+					n++
+				}
+			}
+			if n == 2 {
+				return time.Since(start)
+			}
+			require.Less(t, time.Since(start), 10*time.Second, "samplers %+v", st.Samplers)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitVersion(1)
+	code, _, errs = runCLI("publish-policy", "--server", b.URL(), "--run", "w", "../../models/cartpole_mlp.onnx")
+	require.Equal(t, 0, code, errs)
+	rollout := waitVersion(2)
+	t.Logf("policy version 2 on both workers after %v (including up to 1 s of reporting delay)", rollout)
+	for _, cmd := range cmds {
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, cmd.Wait())
+	}
+
+	// Every row reported is in the stream once; versions per sampler never go back.
+	c, err := scaleout.NewConsumer(ctx, js, scaleout.ConsumerOptions{Run: "w"})
+	require.NoError(t, err)
+	rows := map[string]int64{}
+	last := map[string]uint64{}
+	seen := map[string]bool{}
+	for {
+		msgs, err := c.Fetch(64, 500*time.Millisecond)
+		require.NoError(t, err)
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			h := m.Headers()
+			id := h.Get(scaleout.HeaderMsgID)
+			require.False(t, seen[id], "message %s twice", id)
+			seen[id] = true
+			s := h.Get(scaleout.HeaderSampler)
+			v, err := strconv.ParseUint(h.Get(scaleout.HeaderPolicyVersion), 10, 64)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, v, last[s], "sampler %s went back from version %d to %d", s, last[s], v)
+			last[s] = v
+			mb, _, err := scaleout.Decode(&nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: h})
+			require.NoError(t, err)
+			rows[s] += int64(mb.Rows())
+		}
+		require.NoError(t, scaleout.AckAll(ctx, msgs))
+	}
+	for k := range 2 {
+		s := fmt.Sprintf("w%d", k)
+		out, err := os.ReadFile(filepath.Join(dir, s+".out"))
+		require.NoError(t, err)
+		require.Contains(t, string(out), fmt.Sprintf("worker %s: ", s))
+		require.Contains(t, string(out), fmt.Sprintf(" %d rows,", rows[s]), "rows in the stream: %d", rows[s])
+		require.EqualValues(t, 2, last[s])
+	}
+}

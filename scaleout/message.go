@@ -1,0 +1,119 @@
+package scaleout
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/nats-io/nats.go"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/arrowbatch"
+)
+
+// part is one message's payload: an Arrow IPC stream of some rows of a batch.
+type part struct {
+	data     []byte
+	envSteps int
+}
+
+// encodeParts writes rec as Arrow IPC streams of at most limit bytes each, split by rows into
+// as few parts as it takes; envSteps (the batch's) is shared over the parts by rows, the parts
+// adding up to it. A single row larger than limit is an error.
+func encodeParts(rec arrow.RecordBatch, envSteps, limit int) ([]part, error) {
+	rows := int(rec.NumRows())
+	for n := 1; ; {
+		parts, ok, err := tryParts(rec, n, envSteps, limit)
+		if err != nil || ok {
+			return parts, err
+		}
+		if n >= rows {
+			return nil, fmt.Errorf("scaleout: one row of the batch encodes to more than the server's max payload (%d bytes)", limit)
+		}
+		n = min(rows, 2*n)
+	}
+}
+
+func tryParts(rec arrow.RecordBatch, n, envSteps, limit int) ([]part, bool, error) {
+	rows := int(rec.NumRows())
+	parts := make([]part, 0, n)
+	given := 0
+	for i := range n {
+		lo, hi := rows*i/n, rows*(i+1)/n
+		slice := rec
+		if n > 1 {
+			slice = rec.NewSlice(int64(lo), int64(hi))
+		}
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+		err := w.Write(slice)
+		if err == nil {
+			err = w.Close()
+		}
+		if n > 1 {
+			slice.Release()
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("scaleout: encode Arrow IPC: %w", err)
+		}
+		if buf.Len() > limit {
+			return nil, false, nil
+		}
+		steps := envSteps * hi / max(rows, 1)
+		if i == n-1 {
+			steps = envSteps
+		}
+		parts = append(parts, part{data: buf.Bytes(), envSteps: steps - given})
+		given = steps
+	}
+	return parts, true, nil
+}
+
+// Decode reads a sample message back into a batch, with the EnvSteps of its Rl-Env-Steps
+// header (its rows when the header is missing), and returns the record's schema metadata
+// (what output.Options.Metadata wants).
+func Decode(msg *nats.Msg) (m *envrunner.MultiAgentBatch, meta map[string]string, err error) {
+	// Arrow's IPC reader trusts the flatbuffers it reads and may index out of range on a
+	// corrupt message: that is bad input, not a reason to stop a learner.
+	defer func() {
+		if p := recover(); p != nil {
+			m, meta, err = nil, nil, fmt.Errorf("scaleout: message on %s is not a valid Arrow IPC stream: %v", msg.Subject, p)
+		}
+	}()
+	return decode(msg)
+}
+
+func decode(msg *nats.Msg) (*envrunner.MultiAgentBatch, map[string]string, error) {
+	r, err := ipc.NewReader(bytes.NewReader(msg.Data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("scaleout: message on %s is not Arrow IPC: %w", msg.Subject, err)
+	}
+	defer r.Release()
+	meta := map[string]string{}
+	md := r.Schema().Metadata()
+	for i, k := range md.Keys() {
+		meta[k] = md.Values()[i]
+	}
+	if !r.Next() {
+		if err := r.Err(); err != nil {
+			return nil, nil, fmt.Errorf("scaleout: message on %s: %w", msg.Subject, err)
+		}
+		return nil, nil, fmt.Errorf("scaleout: message on %s holds no record batch", msg.Subject)
+	}
+	rec := r.RecordBatch()
+	steps := int(rec.NumRows())
+	if h := msg.Header.Get(HeaderEnvSteps); h != "" {
+		if steps, err = strconv.Atoi(h); err != nil || steps < 0 {
+			return nil, nil, fmt.Errorf("scaleout: message on %s: bad %s header %q", msg.Subject, HeaderEnvSteps, h)
+		}
+	}
+	m, err := arrowbatch.ToBatch(rec, steps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scaleout: message on %s: %w", msg.Subject, err)
+	}
+	if r.Next() {
+		return nil, nil, fmt.Errorf("scaleout: message on %s holds more than one record batch", msg.Subject)
+	}
+	return m, meta, nil
+}

@@ -1,0 +1,295 @@
+package scaleout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/arrowbatch"
+)
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	Run, Sampler string
+	// QueueSize is how many batches Write accepts before it blocks (4 when 0).
+	QueueSize int
+	// OnPublished gets back every batch that Write accepted, once, in order, on the
+	// publishing goroutine, once it has been encoded (or dropped after a failure): from then
+	// on the caller may reuse it.
+	OnPublished func(*envrunner.MultiAgentBatch)
+	// Metadata goes into every message's Arrow schema (see output.Source).
+	Metadata map[string]string
+	// MaxPayload caps the message size; 0 takes the server's (nats.Conn.MaxPayload).
+	MaxPayload int
+}
+
+// PublisherStats count what a Publisher did.
+type PublisherStats struct {
+	Batches, Messages, Rows, Bytes int64
+	// Full counts publishes refused because the stream was full (back-pressure), Retries
+	// every repeated publish (full stream, lost connection, timeout), Duplicates the
+	// messages the server had already (a retry of a publish that had arrived).
+	Full, Retries, Duplicates int64
+}
+
+type queued struct {
+	m       *envrunner.MultiAgentBatch
+	version uint64
+}
+
+// Publisher publishes sample batches to a run's stream from a goroutine of its own.
+type Publisher struct {
+	js      jetstream.JetStream
+	o       PublisherOptions
+	ctx     context.Context
+	subject string
+	limit   int
+	queue   chan queued
+	done    chan struct{}
+	version atomic.Uint64
+
+	mu     sync.Mutex
+	err    error
+	closed bool
+	stats  PublisherStats
+	seq    uint64
+	batch  uint64
+
+	samplers jetstream.KeyValue // nil until reached
+	reported time.Time
+}
+
+// SamplerState is what a Publisher reports in the run's sampler bucket.
+type SamplerState struct {
+	Sampler       string         `json:"sampler"`
+	PolicyVersion uint64         `json:"policy_version"`
+	Stats         PublisherStats `json:"stats"`
+	Updated       time.Time      `json:"updated"`
+}
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("scaleout: publisher closed")
+
+// NewPublisher starts a publisher. The run's stream must exist (EnsureRun). Cancelling ctx
+// stops retries: the publisher fails with ctx's error.
+func NewPublisher(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, o PublisherOptions) (*Publisher, error) {
+	if err := CheckName("run", o.Run); err != nil {
+		return nil, err
+	}
+	if err := CheckName("sampler", o.Sampler); err != nil {
+		return nil, err
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 4
+	}
+	limit := o.MaxPayload
+	if limit <= 0 || int64(limit) > nc.MaxPayload() {
+		limit = int(nc.MaxPayload())
+	}
+	// Headers count towards the payload limit.
+	limit -= 1024
+	if limit < 4096 {
+		return nil, fmt.Errorf("scaleout: the server's max payload (%d bytes) is too small", nc.MaxPayload())
+	}
+	p := &Publisher{js: js, o: o, ctx: ctx, subject: Subject(o.Run, o.Sampler), limit: limit,
+		queue: make(chan queued, o.QueueSize), done: make(chan struct{})}
+	go p.loop()
+	return p, nil
+}
+
+// SetPolicyVersion tags the batches written from now on with version.
+func (p *Publisher) SetPolicyVersion(v uint64) { p.version.Store(v) }
+
+// Write hands m to the publisher; it blocks while the queue is full (back-pressure). The
+// caller gets m back through OnPublished. After a failure Write returns the error and m is
+// not taken.
+func (p *Publisher) Write(m *envrunner.MultiAgentBatch) error {
+	p.mu.Lock()
+	err, closed := p.err, p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if err != nil {
+		return err
+	}
+	select {
+	case p.queue <- queued{m, p.version.Load()}:
+		return nil
+	case <-p.done:
+		return p.Err()
+	}
+}
+
+// Err is the publisher's first error, if any.
+func (p *Publisher) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Stats returns the counts so far.
+func (p *Publisher) Stats() PublisherStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Close publishes what is queued and stops. It returns the first error. Safe to call twice.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.queue)
+	}
+	p.mu.Unlock()
+	<-p.done
+	return p.Err()
+}
+
+func (p *Publisher) loop() {
+	defer close(p.done)
+	var bd arrowbatch.Builder
+	for q := range p.queue {
+		if p.Err() == nil {
+			if err := p.publishBatch(&bd, q); err != nil {
+				p.mu.Lock()
+				p.err = err
+				p.mu.Unlock()
+			}
+		}
+		if p.o.OnPublished != nil {
+			p.o.OnPublished(q.m)
+		}
+		if time.Since(p.reported) >= time.Second {
+			p.report(q.version)
+		}
+	}
+	p.report(p.version.Load())
+}
+
+// report puts the publisher's state into the sampler bucket; a failure only costs the report.
+func (p *Publisher) report(version uint64) {
+	p.reported = time.Now()
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+	defer cancel()
+	if p.samplers == nil {
+		kv, err := p.js.KeyValue(ctx, SamplerBucket(p.o.Run))
+		if err != nil {
+			return
+		}
+		p.samplers = kv
+	}
+	st := SamplerState{Sampler: p.o.Sampler, PolicyVersion: version, Stats: p.Stats(), Updated: time.Now().UTC()}
+	val, _ := json.Marshal(st)
+	p.samplers.Put(ctx, p.o.Sampler, val)
+}
+
+func (p *Publisher) publishBatch(bd *arrowbatch.Builder, q queued) error {
+	rec, ok, err := bd.Build(q.m, p.o.Metadata)
+	if err != nil {
+		return fmt.Errorf("scaleout: build record: %w", err)
+	}
+	if !ok {
+		return nil
+	}
+	parts, err := encodeParts(rec, q.m.EnvSteps, p.limit)
+	rows := rec.NumRows()
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	p.batch++
+	created := time.Now().UTC().Format(time.RFC3339Nano)
+	for i, pt := range parts {
+		p.seq++
+		msg := nats.NewMsg(p.subject)
+		msg.Data = pt.data
+		msg.Header.Set(HeaderPolicyVersion, strconv.FormatUint(q.version, 10))
+		msg.Header.Set(HeaderEnvSteps, strconv.Itoa(pt.envSteps))
+		msg.Header.Set(HeaderCreated, created)
+		msg.Header.Set(HeaderSampler, p.o.Sampler)
+		msg.Header.Set(HeaderBatch, strconv.FormatUint(p.batch, 10))
+		msg.Header.Set(HeaderPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
+		if err := p.publish(msg, p.o.Sampler+"-"+strconv.FormatUint(p.seq, 10)); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.stats.Messages++
+		p.stats.Bytes += int64(len(pt.data))
+		p.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.stats.Batches++
+	p.stats.Rows += rows
+	p.mu.Unlock()
+	return nil
+}
+
+// publish sends msg until the stream has it, with the same message id every time.
+func (p *Publisher) publish(msg *nats.Msg, id string) error {
+	wait := 5 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(p.o.Run)))
+		cancel()
+		if err == nil {
+			if ack.Duplicate {
+				p.mu.Lock()
+				p.stats.Duplicates++
+				p.mu.Unlock()
+			}
+			return nil
+		}
+		if p.ctx.Err() != nil {
+			return fmt.Errorf("scaleout: publish %s: %w", id, p.ctx.Err())
+		}
+		full, retry := classify(err)
+		if !retry {
+			return fmt.Errorf("scaleout: publish %s to %s: %w", id, StreamName(p.o.Run), err)
+		}
+		p.mu.Lock()
+		p.stats.Retries++
+		if full {
+			p.stats.Full++
+		}
+		p.mu.Unlock()
+		if time.Since(p.reported) >= time.Second {
+			p.report(p.version.Load()) // a sampler held back still reports
+		}
+		select {
+		case <-time.After(wait):
+		case <-p.ctx.Done():
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// classify tells a full stream (back-pressure) and other passing failures (lost connection,
+// timeout, a server restarting) from errors that repeating cannot fix.
+func classify(err error) (full, retry bool) {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch {
+		case apiErr.ErrorCode == 10077: // JSStreamStoreFailedF: maximum bytes exceeded (discard new)
+			return true, true
+		case apiErr.Code == 503: // JetStream temporarily unavailable
+			return false, true
+		}
+		return false, false
+	}
+	switch {
+	case errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum), errors.Is(err, nats.ErrMaxPayload),
+		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrBadSubject):
+		return false, false
+	}
+	return false, true
+}
