@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools python-test python-deps vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
+.PHONY: all build run test go-test native native-test native-tools python-test python-deps nats-server vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -31,7 +31,7 @@ test: go-test native-test python-test
 
 # The Python packages come first too: the NumPy reference sampler that sample bench --vs is
 # tested against (benchmarks/baselines/) needs NumPy.
-go-test: onnxruntime native vet python-deps
+go-test: onnxruntime native vet python-deps nats-server
 	$(GO) test -race -count=1 ./...
 
 # The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
@@ -43,6 +43,12 @@ native: native-tools
 
 native-test: onnxruntime native
 	ctest --test-dir $(BUILD_DIR) --output-on-failure
+
+# Debian's nats-server, when missing: the scale-out tests also run against a separately
+# installed server (scaleout/external_test.go).
+nats-server:
+	@command -v nats-server >/dev/null || \
+		{ apt-get update && apt-get install -y --no-install-recommends nats-server; }
 
 # cmake and g++ from Debian's packages, when missing.
 native-tools:
