@@ -94,3 +94,38 @@ func TestServeConnectionLimitAndReadTimeout(t *testing.T) {
 	res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
 }
+
+// TestServeWriteTimeout: a client that sends requests and never reads the answers does not
+// hold its connection (and the answers queued for it) past --write-timeout: the server gives
+// up the write and closes the socket. Without the deadline the server would wait on the full
+// socket for as long as the client lives.
+func TestServeWriteTimeout(t *testing.T) {
+	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
+		"--timeout", "100ms", "--write-timeout", "300ms")
+	addr := strings.TrimPrefix(p.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+	// Pipelined requests, far more answers than the socket buffers hold.
+	const n = 200_000
+	go func() {
+		req := []byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\n\r\n")
+		var buf []byte
+		for range n {
+			buf = append(buf, req...)
+		}
+		c.Write(buf) // fails once the server closes the connection
+	}()
+	time.Sleep(2 * time.Second) // never reading: the server's writes stall, then time out
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(c)
+	require.NoError(t, err, "the connection outlived --write-timeout (read %d bytes)", len(b))
+	answers := strings.Count(string(b), "HTTP/1.1 200")
+	assert.Less(t, answers, n, "every answer was written: the writes never stalled")
+	// The server still answers others.
+	res, err := http.Get(p.url + "/healthz")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+}
