@@ -2,6 +2,7 @@
 // host kernels step by step. Inputs are read in place and outputs written in place.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "host.h"
 #include "plan.h"
@@ -20,6 +21,16 @@ int64_t NormAxis(int64_t axis, size_t rank, const Step& s) {
   int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) throw Error{"node " + s.node + ": axis " + std::to_string(axis) + " out of range"};
   return axis < 0 ? axis + r : axis;
+}
+
+// OuterInner returns the products of shape's dimensions before and after axis ax.
+std::pair<int64_t, int64_t> OuterInner(const std::vector<int64_t>& shape, int64_t ax) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); d++) {
+    if (d < ax) outer *= shape[d];
+    if (d > ax) inner *= shape[d];
+  }
+  return {outer, inner};
 }
 
 std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
@@ -363,11 +374,7 @@ void Executor::Execute(Run& r) {
       case Op::kConcat: {
         const auto& o = sh[s.out[0]];
         int64_t ax = NormAxis(s.axis, o.size(), s);
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < static_cast<int64_t>(o.size()); d++) {
-          if (d < ax) outer *= o[d];
-          if (d > ax) inner *= o[d];
-        }
+        auto [outer, inner] = OuterInner(o, ax);
         float* out = F(s.out[0]);
         int64_t orow = o[ax] * inner, off = 0;
         for (int v : s.in) {
@@ -412,11 +419,7 @@ void Executor::Execute(Run& r) {
       case Op::kGather: {
         const auto& a = sh[s.in[0]];
         int64_t ax = NormAxis(s.axis, a.size(), s);
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < static_cast<int64_t>(a.size()); d++) {
-          if (d < ax) outer *= a[d];
-          if (d > ax) inner *= a[d];
-        }
+        auto [outer, inner] = OuterInner(a, ax);
         const float* x = CF(s.in[0]);
         float* out = F(s.out[0]);
         int64_t nidx = static_cast<int64_t>(s.ints.size());
@@ -430,11 +433,7 @@ void Executor::Execute(Run& r) {
       case Op::kSplit: {
         const auto& a = sh[s.in[0]];
         int64_t ax = NormAxis(s.axis, a.size(), s);
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < static_cast<int64_t>(a.size()); d++) {
-          if (d < ax) outer *= a[d];
-          if (d > ax) inner *= a[d];
-        }
+        auto [outer, inner] = OuterInner(a, ax);
         const float* x = CF(s.in[0]);
         int64_t row = a[ax] * inner, off = 0;
         for (int v : s.out) {
