@@ -65,16 +65,7 @@ func TestExternalServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const batches, rows = 20, 200
-	written := make(chan error, 1)
-	go func() {
-		for i := range batches {
-			if err := p.Write(testBatch(int64(i*rows), rows)); err != nil {
-				written <- err
-				return
-			}
-		}
-		written <- p.Close()
-	}()
+	written := writeBatches(p, batches, rows)
 	for p.Stats().Full == 0 { // the 64 KiB stream fills: back-pressure with this server too
 		select {
 		case err := <-written:

@@ -118,3 +118,19 @@ func checkIDs(t *testing.T, ids []int64, n int) {
 		t.Fatalf("%d rows: %d lost, %d duplicated", len(ids), lost, dup)
 	}
 }
+
+// writeBatches writes n test batches of rows rows through p on a goroutine of its own, then
+// closes p; the channel gets the first error, or Close's.
+func writeBatches(p *Publisher, n, rows int) <-chan error {
+	written := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := p.Write(testBatch(int64(i*rows), rows)); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- p.Close()
+	}()
+	return written
+}

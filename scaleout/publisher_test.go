@@ -92,16 +92,7 @@ func TestBackPressure(t *testing.T) {
 		t.Fatal(err)
 	}
 	const batches, rows = 40, 200
-	written := make(chan error, 1)
-	go func() {
-		for i := range batches {
-			if err := p.Write(testBatch(int64(i*rows), rows)); err != nil {
-				written <- err
-				return
-			}
-		}
-		written <- p.Close()
-	}()
+	written := writeBatches(p, batches, rows)
 	deadline := time.Now().Add(5 * time.Second)
 	for p.Stats().Full == 0 {
 		if time.Now().After(deadline) {
