@@ -10,13 +10,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _lib
+from ._handle import _Handle
 from ._arrays import data_ptr, options_json, out_array, rows_of
 from .errors import StateError
 
 _ID_CAP = 64  # a generated id is a UUID (36 characters and the NUL)
 
 
-class Env:
+class Env(_Handle):
     """An environment with inverted control: your simulator runs episodes and asks for actions.
 
     Requests for actions from all episodes (and threads) are answered by a sampler inside the
@@ -51,6 +52,8 @@ class Env:
             env.end_episode(eid, final_obs)
     """
 
+    _release = "onnxrl_env_close"
+
     def __init__(self, model: str, out: Optional[str] = None, max_episodes: int = 100,
                  explore: bool = True, seed: int = 0, **options: Any) -> None:
         self._lib = _lib.lib()
@@ -58,8 +61,7 @@ class Env:
                              "explore": explore, "seed": seed, **options})
         h = ctypes.c_void_p()
         _lib.check(self._lib.onnxrl_env_open(str(model).encode(), opts, ctypes.byref(h)))
-        self._h: int | None = h.value
-        self._close_lock = threading.Lock()
+        self._set_handle(h.value)
         o, a = ctypes.c_int64(), ctypes.c_int64()
         _lib.check(self._lib.onnxrl_env_sizes(self._h, ctypes.byref(o), ctypes.byref(a)))
         #: Values of one observation (float32).
@@ -205,22 +207,8 @@ class Env:
         """Releases the env: running episodes end truncated, everything sampled is written and
         the file is closed (OutputError if writing failed). Waits for calls in flight. Safe to
         call twice."""
-        with self._close_lock:
-            h, self._h = self._h, None
-        if h is not None:
-            _lib.check(self._lib.onnxrl_env_close(h))
+        self._release_handle()
 
-    def __enter__(self) -> Env:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._h is None else f"obs_size={self.obs_size}, action_size={self.action_size}"

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any, Tuple, Union
 
 import numpy as np
 
 from . import _lib
+from ._handle import _Handle
 from ._arrays import data_ptr, options_json, out_array, rows_of
 from .errors import StateError
 
 ActResult = Union[np.ndarray, Tuple[np.ndarray, ...]]
 
 
-class Policy:
+class Policy(_Handle):
     """An exported policy for batch inference, safe to use from several threads at once.
 
     Args:
@@ -39,6 +39,8 @@ class Policy:
             actions, logp, values = p.act(obs, logp=True, values=True)
     """
 
+    _release = "onnxrl_policy_close"
+
     def __init__(self, model: str, device: str = "cpu", seed: int = 0, *, threads: int = 1,
                  workers: int = 1, normalize_actions: bool = True, clip_actions: bool = False) -> None:
         self._lib = _lib.lib()
@@ -46,8 +48,7 @@ class Policy:
                              "normalize_actions": normalize_actions, "clip_actions": clip_actions})
         h = ctypes.c_void_p()
         _lib.check(self._lib.onnxrl_policy_open(str(model).encode(), opts, ctypes.byref(h)))
-        self._h: int | None = h.value
-        self._close_lock = threading.Lock()
+        self._set_handle(h.value)
         o, a = ctypes.c_int64(), ctypes.c_int64()
         _lib.check(self._lib.onnxrl_policy_sizes(self._h, ctypes.byref(o), ctypes.byref(a)))
         #: Values of one observation (float32).
@@ -117,22 +118,8 @@ class Policy:
 
     def close(self) -> None:
         """Releases the policy, waiting for calls in flight. Safe to call twice."""
-        with self._close_lock:
-            h, self._h = self._h, None
-        if h is not None:
-            _lib.check(self._lib.onnxrl_policy_close(h))
+        self._release_handle()
 
-    def __enter__(self) -> Policy:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._h is None else f"obs_size={self.obs_size}, action_size={self.action_size}"
