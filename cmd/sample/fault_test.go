@@ -129,7 +129,11 @@ func TestScaleoutFaults(t *testing.T) {
 	require.NoError(t, workers[2].Process.Kill())
 	workers[2].Wait()
 	out := filepath.Join(dir, "d.parquet")
-	drain := child(t, dir, "drain", "drain", "--server", url, "--run", "f", "--out", out, "--segment-rows", "2000", "--json")
+	// --segment-time 1s: the drain's AckWait is 2 x segment time + 1 min. An acknowledgement
+	// lost in the broker's SIGKILL leaves its message in the stream until the server delivers
+	// it again after AckWait, and the drain drops it as a duplicate.
+	drain := child(t, dir, "drain", "drain", "--server", url, "--run", "f", "--out", out, "--segment-rows", "2000",
+		"--segment-time", "1s", "--json")
 
 	code, _, errs = runCLI("publish-policy", "--server", url, "--run", "f", "../../models/cartpole_mlp.onnx")
 	require.Equal(t, 0, code, errs)
@@ -150,10 +154,11 @@ func TestScaleoutFaults(t *testing.T) {
 		require.NoError(t, w.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, w.Wait())
 	}
-	waitFor(t, 30*time.Second, "the drain to take every message", func() bool {
+	drained := waitFor(t, 90*time.Second, "the drain to take every message (redelivery after AckWait, 62 s, included)", func() bool {
 		st := status()
 		return st.Stream != "" && st.Messages == 0
 	})
+	t.Logf("stream empty %v after the live workers stopped", drained)
 	require.NoError(t, drain.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, drain.Wait())
 
