@@ -19,9 +19,11 @@ type AgentObs struct {
 	Terminated bool
 	Truncated  bool
 	Info       Info
-	// OffPolicyAction is the action the environment itself took for this agent on its last
-	// step (ExternalEnv's log_action), in the raw layout of the action space, or nil when the
-	// policy's action was used.
+	// OffPolicyAction is the action the environment itself took at this observation
+	// (ExternalEnv's log_action, RLlib's off_policy_actions), in the raw layout of the action
+	// space, or nil when the policy is to choose. The runner records it as the action of this
+	// observation's row; SendActions still carries an action for the agent, which the
+	// environment ignores.
 	OffPolicyAction []float32
 }
 
