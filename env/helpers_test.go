@@ -144,12 +144,16 @@ func (d *driver) roundErr() error {
 }
 
 // drain polls without sending actions until nothing more arrives (for RemoteVectorEnv:
-// every step in flight is collected).
+// every step in flight is collected, and the next Poll reports ErrNothingInFlight).
 func (d *driver) drain() {
 	d.t.Helper()
 	for {
 		d.batch.Clear()
-		if err := d.b.Poll(&d.batch); err != nil {
+		err := d.b.Poll(&d.batch)
+		if errors.Is(err, ErrNothingInFlight) {
+			return
+		}
+		if err != nil {
 			d.t.Fatalf("Poll: %v", err)
 		}
 		if len(d.batch.Envs) == 0 {

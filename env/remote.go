@@ -11,16 +11,34 @@ import (
 // with a reset or step in flight has finished (a synchronous, lock-step mode).
 const WaitAll time.Duration = -1
 
+// DefaultStopWait is the StopWait of a RemoteVectorEnv when the option is 0.
+const DefaultStopWait = 5 * time.Second
+
+// ErrNothingInFlight is returned (wrapped with the counts) by a RemoteVectorEnv's Poll when
+// no reset or step is in flight, so that nothing can ever become ready: the sub-environments
+// wait for the actions of the last Poll or for TryReset. RLlib's RemoteBaseEnv fails there too
+// (its ray.wait over no pending results raises). It is what a caller sees when it polls again
+// after a failed inference instead of sending actions; Stop is the way out.
+var ErrNothingInFlight = errors.New("env: Poll with no reset or step in flight: nothing can become ready")
+
 // RemoteVectorEnvOptions configures a RemoteVectorEnv.
 type RemoteVectorEnvOptions struct {
 	BaseEnvOptions
-	// BatchWait is how long Poll waits, counted from its start, for more sub-environments to
-	// finish once at least one has: 0 returns as soon as one is ready (with every other one
-	// that is ready by then); WaitAll waits for all that are in flight (RLlib's
-	// remote_env_batch_wait_ms, with WaitAll for "wait for everything"). Poll always waits for
-	// at least one sub-environment when any is in flight, and never for one that was not
-	// given work.
+	// BatchWait is RLlib's remote_env_batch_wait_ms, measured as RLlib's RemoteBaseEnv.poll
+	// measures it (a ray.wait for all pending results with this timeout, repeated while none
+	// is ready): Poll waits from its start for every sub-environment in flight, and returns
+	// as soon as all of them are ready, or when the window of BatchWait ends with at least
+	// one ready, with the ones that are; when none is ready at the end of a window, another
+	// window of BatchWait begins (so a result that arrives during the second window is
+	// returned at its end). 0 returns as soon as one is ready, with every other one that is
+	// ready by then (RLlib's default, a ray.wait with timeout 0 repeated until one is).
+	// WaitAll waits for all that are in flight (RLlib's old sync mode, ray.wait without a
+	// timeout). A result is ready when its reset or step returned, with an error too. Poll
+	// never waits for a sub-environment that was not given work.
 	BatchWait time.Duration
+	// StopWait bounds Stop: how long it waits for the resets and steps in flight to return
+	// before it gives up on them; 0 means DefaultStopWait, a negative value not at all.
+	StopWait time.Duration
 }
 
 // RemoteVectorEnv is a BaseEnv whose sub-environments (Env or MultiAgentEnv) each step on
@@ -45,20 +63,39 @@ type RemoteVectorEnvOptions struct {
 // Steady state allocates nothing: each sub-environment has a command channel and a reusable
 // step buffer, and a shared channel carries the index of each one that is ready.
 //
-// Like every BaseEnv, a RemoteVectorEnv is driven by one goroutine. Stop waits for every step
-// in flight and ends all goroutines.
+// Like every BaseEnv, a RemoteVectorEnv is driven by one goroutine. Stop ends every
+// sub-environment goroutine: it waits at most StopWait for the resets and steps in flight;
+// one that is still running then (a hung sub-environment) is left to its goroutine, which
+// closes the sub-environment and ends as soon as the call returns (a goroutine cannot be
+// ended from outside). Stop names those in a *StopTimeoutError, and Running counts them.
 type RemoteVectorEnv struct {
 	opts     RemoteVectorEnvOptions
 	slots    []*slot
 	tbl      table
 	cmds     []chan remoteCmd
 	done     chan int
-	wg       sync.WaitGroup
 	timer    *time.Timer
 	inFlight int
 	errs     []error
 	started  bool
 	stopped  bool
+
+	exits     chan int   // a goroutine's index when it ends (capacity NumEnvs)
+	mu        sync.Mutex // guards ended and abandoned
+	ended     []bool     // the goroutine of sub-environment i has ended
+	abandoned []bool     // Stop gave up on it: its goroutine closes the sub-environment
+}
+
+// StopTimeoutError is returned by RemoteVectorEnv.Stop when resets or steps were still
+// running after StopWait. Their goroutines go on until the calls return, then close the
+// sub-environments (a close error is dropped) and end; RemoteVectorEnv.Running counts them.
+type StopTimeoutError struct {
+	Envs []EnvID // the sub-environments still in their reset or step
+	Wait time.Duration
+}
+
+func (e *StopTimeoutError) Error() string {
+	return fmt.Sprintf("env: Stop: sub-environments %v still in their reset or step after %v; left to end on their goroutines, which close them when the calls return", e.Envs, e.Wait)
 }
 
 type remoteCmd struct {
@@ -79,7 +116,8 @@ func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvO
 	}
 	opts.NumEnvs = n
 	r := &RemoteVectorEnv{opts: opts, slots: newSlice[*slot](n), tbl: newTable(n),
-		cmds: newSlice[chan remoteCmd](n), done: newChan[int](n)}
+		cmds: newSlice[chan remoteCmd](n), done: newChan[int](n),
+		exits: newChan[int](n), ended: newSlice[bool](n), abandoned: newSlice[bool](n)}
 	for i := range n {
 		if r.slots[i], err = newSlot(i, n, make, opts.BaseEnvOptions, nil); err != nil {
 			for _, s := range r.slots[:i] {
@@ -92,7 +130,6 @@ func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvO
 	r.timer.Stop()
 	for i, s := range r.slots {
 		r.cmds[i] = newChan[remoteCmd](1)
-		r.wg.Add(1)
 		go r.worker(s, r.cmds[i])
 	}
 	return r, nil
@@ -101,7 +138,6 @@ func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvO
 func newChan[T any](n int) chan T { return make(chan T, n) }
 
 func (r *RemoteVectorEnv) worker(s *slot, cmds <-chan remoteCmd) {
-	defer r.wg.Done()
 	for c := range cmds {
 		if c.reset {
 			s.doReset(c.seed)
@@ -110,6 +146,14 @@ func (r *RemoteVectorEnv) worker(s *slot, cmds <-chan remoteCmd) {
 		}
 		r.done <- s.index // never blocks: capacity NumEnvs, one result per sub-environment in flight
 	}
+	r.mu.Lock()
+	r.ended[s.index] = true
+	abandoned := r.abandoned[s.index]
+	r.mu.Unlock()
+	if abandoned { // Stop has returned without it: the sub-environment is ours to close
+		_ = s.close()
+	}
+	r.exits <- s.index // never blocks: capacity NumEnvs, one exit per goroutine
 }
 
 func (r *RemoteVectorEnv) send(i int, c remoteCmd) {
@@ -135,7 +179,7 @@ func (r *RemoteVectorEnv) collect(i int, dst *Batch) {
 }
 
 // Poll implements BaseEnv: it waits as BatchWait says and appends the ready
-// sub-environments. With nothing in flight it returns at once.
+// sub-environments. With nothing in flight it returns ErrNothingInFlight (wrapped) at once.
 func (r *RemoteVectorEnv) Poll(dst *Batch) error {
 	if r.stopped {
 		return ErrStopped
@@ -149,49 +193,66 @@ func (r *RemoteVectorEnv) Poll(dst *Batch) error {
 		}
 	}
 	if r.inFlight == 0 {
-		return nil
+		return r.nothingInFlight()
 	}
-	start := time.Now()
-	r.collect(<-r.done, dst)
-	if r.opts.BatchWait < 0 {
+	switch w := r.opts.BatchWait; {
+	case w < 0:
 		for r.inFlight > 0 {
 			r.collect(<-r.done, dst)
 		}
-	} else {
-	drain:
-		for r.inFlight > 0 {
-			select {
-			case i := <-r.done:
-				r.collect(i, dst)
-			default:
-				break drain
-			}
-		}
-		if rest := r.opts.BatchWait - time.Since(start); rest > 0 && r.inFlight > 0 {
-			r.timer.Reset(rest)
-		wait:
-			for r.inFlight > 0 {
-				select {
-				case i := <-r.done:
-					r.collect(i, dst)
-				case <-r.timer.C:
-					break wait
-				}
-			}
-			r.timer.Stop()
-		}
-	}
-	var err error
-	switch len(r.errs) {
-	case 0:
-	case 1:
-		err = r.errs[0]
+	case w == 0:
+		r.collect(<-r.done, dst)
+		r.collectReady(dst)
 	default:
-		err = errors.Join(r.errs...)
+		r.collectWindow(w, dst)
 	}
-	clear(r.errs)
-	r.errs = r.errs[:0]
-	return err
+	return takeErrs(&r.errs)
+}
+
+// collectReady collects every result that is ready now, without waiting.
+func (r *RemoteVectorEnv) collectReady(dst *Batch) {
+	for r.inFlight > 0 {
+		select {
+		case i := <-r.done:
+			r.collect(i, dst)
+		default:
+			return
+		}
+	}
+}
+
+// collectWindow is RLlib's poll loop: ray.wait(pending, num_returns=len(pending),
+// timeout=w), repeated while it returns nothing.
+func (r *RemoteVectorEnv) collectWindow(w time.Duration, dst *Batch) {
+	got := 0
+	r.timer.Reset(w)
+	defer r.timer.Stop() // no stale tick is received after Stop (Go 1.23 timers)
+	for r.inFlight > 0 {
+		select {
+		case i := <-r.done:
+			r.collect(i, dst)
+			got++
+		case <-r.timer.C:
+			if got > 0 {
+				return
+			}
+			r.timer.Reset(w) // none was ready: a new window
+		}
+	}
+}
+
+// nothingInFlight is Poll's error when no reset or step runs.
+func (r *RemoteVectorEnv) nothingInFlight() error {
+	var await, reset int
+	for i := range r.tbl.sets {
+		switch r.tbl.sets[i].state {
+		case stAwaiting:
+			await++
+		case stEnded, stFailed:
+			reset++
+		}
+	}
+	return fmt.Errorf("%w (%d sub-environments wait for the actions of the last Poll, %d for TryReset)", ErrNothingInFlight, await, reset)
 }
 
 // SendActions implements BaseEnv: it checks the actions against what Poll returned (see
@@ -234,9 +295,12 @@ func (r *RemoteVectorEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, erro
 	return true, nil
 }
 
-// Stop implements BaseEnv: it waits for the resets and steps in flight, ends every
-// sub-environment goroutine and closes the sub-environments that are io.Closers. It is safe
-// to call twice; other methods return ErrStopped afterwards.
+// Stop implements BaseEnv: it ends every sub-environment goroutine and closes the
+// sub-environments that are io.Closers, after waiting at most StopWait for the resets and
+// steps in flight; those still running then are named in a *StopTimeoutError (joined with
+// any close errors) and closed by their own goroutines once their calls return. A
+// sub-environment that waits for actions or a reset is released at once. It is safe to call
+// twice; other methods return ErrStopped afterwards.
 func (r *RemoteVectorEnv) Stop() error {
 	if r.stopped {
 		return nil
@@ -245,9 +309,41 @@ func (r *RemoteVectorEnv) Stop() error {
 	for _, c := range r.cmds {
 		close(c)
 	}
-	r.wg.Wait()
+	wait := r.opts.StopWait
+	if wait == 0 {
+		wait = DefaultStopWait
+	}
+	left := len(r.slots)
+	if wait > 0 {
+		t := time.NewTimer(wait)
+	collect:
+		for left > 0 {
+			select {
+			case <-r.exits:
+				left--
+			case <-t.C:
+				break collect
+			}
+		}
+		t.Stop()
+	}
 	var errs []error
-	for _, s := range r.slots {
+	var hung []EnvID
+	r.mu.Lock()
+	for i := range r.slots {
+		if !r.ended[i] {
+			r.abandoned[i] = true
+			hung = append(hung, i)
+		}
+	}
+	r.mu.Unlock()
+	if len(hung) > 0 {
+		errs = append(errs, &StopTimeoutError{Envs: hung, Wait: max(wait, 0)})
+	}
+	for i, s := range r.slots {
+		if r.abandoned[i] { // written above by this goroutine: no lock needed to read it
+			continue
+		}
 		if err := s.close(); err != nil {
 			errs = append(errs, fmt.Errorf("env: close sub-environment %d: %w", s.index, err))
 		}
@@ -255,21 +351,46 @@ func (r *RemoteVectorEnv) Stop() error {
 	return errors.Join(errs...)
 }
 
+// Running returns how many sub-environment goroutines have not ended: NumEnvs before Stop,
+// 0 after a Stop that returned no *StopTimeoutError, and after one that did, the hung
+// sub-environments whose calls have not returned yet.
+func (r *RemoteVectorEnv) Running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.ended {
+		if !e {
+			n++
+		}
+	}
+	return n
+}
+
 // NumEnvs returns the number of sub-environments.
 func (r *RemoteVectorEnv) NumEnvs() int { return len(r.slots) }
 
 // SubEnvironments returns the sub-environments as made (after a restart, the new instance).
-// They belong to their goroutines: call their methods only after Stop.
+// They belong to their goroutines: call their methods only after Stop. One that is in flight
+// (before Stop) or was left running by Stop is nil.
 func (r *RemoteVectorEnv) SubEnvironments() []any {
 	out := make([]any, len(r.slots))
 	for i, s := range r.slots {
-		if r.tbl.sets[i].state == stInFlight && !r.stopped {
+		if !r.owned(i) {
 			out[i] = nil // being replaced or used by its goroutine; see the doc comment
 			continue
 		}
 		out[i] = s.raw
 	}
 	return out
+}
+
+// owned reports whether sub-environment i may be used on the caller's goroutine: it is not
+// in flight, or Stop ended its goroutine.
+func (r *RemoteVectorEnv) owned(i int) bool {
+	if r.stopped {
+		return !r.abandoned[i] // written by Stop, on this goroutine
+	}
+	return r.tbl.sets[i].state != stInFlight
 }
 
 // TryRender renders sub-environment env when it implements Renderer. It runs on the
@@ -279,7 +400,7 @@ func (r *RemoteVectorEnv) TryRender(env EnvID) (any, error) {
 	if env < 0 || env >= len(r.slots) {
 		return nil, fmt.Errorf("env: TryRender: unknown sub-environment %d (there are %d)", env, len(r.slots))
 	}
-	if r.tbl.sets[env].state == stInFlight && !r.stopped {
+	if !r.owned(env) {
 		return nil, fmt.Errorf("env: TryRender: sub-environment %d is stepping; render it after Poll returns it", env)
 	}
 	rd, ok := r.slots[env].raw.(Renderer)

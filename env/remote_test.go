@@ -152,10 +152,11 @@ func TestRemoteVectorEnvProtocol(t *testing.T) {
 	if !reset || len(batch.Agents) != 3 {
 		t.Fatalf("after async reset: %+v %+v", batch.Envs, batch.Agents)
 	}
-	// Nothing in flight: Poll returns at once with nothing.
+	// Nothing in flight: Poll fails at once with nothing (RLlib's ray.wait over no pending
+	// results raises), instead of returning nothing forever.
 	batch.Clear()
 	start := time.Now()
-	if err := r.Poll(&batch); err != nil || len(batch.Envs) != 0 || time.Since(start) > 50*time.Millisecond {
+	if err := r.Poll(&batch); !errors.Is(err, ErrNothingInFlight) || len(batch.Envs) != 0 || time.Since(start) > 50*time.Millisecond {
 		t.Fatalf("idle Poll: %v %+v %v", err, batch, time.Since(start))
 	}
 }
