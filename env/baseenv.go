@@ -155,3 +155,22 @@ func (c *Columns) ActionRow(i int) []float32 {
 	w := c.ActionSize
 	return c.Actions[i*w : (i+1)*w : (i+1)*w]
 }
+
+// AllResetter is implemented by a BaseEnv that can reset all its sub-environments in one
+// call: RLlib's try_reset(env_id=None). Every BaseEnv adapter of this package implements it.
+type AllResetter interface {
+	// TryResetAll resets every sub-environment, as TryReset does one: with async=false the
+	// first observations are appended to dst, with async=true a later Poll returns them. A
+	// set seed gives sub-environment i the seed Seed.Value+i (RLlib passes the same seed to
+	// every sub-environment, which would make them all replay the same episode).
+	TryResetAll(seed Seed, dst *Batch) (async bool, err error)
+}
+
+// AllRenderer is implemented by a BaseEnv that can render all its sub-environments in one
+// call. Every BaseEnv adapter of this package implements it. (RLlib's try_render(env_id=None)
+// renders sub-environment 0 only: that is the first entry here.)
+type AllRenderer interface {
+	// TryRenderAll returns what TryRender returns for each sub-environment, in order; an
+	// entry is nil where TryRender failed, and the errors are joined.
+	TryRenderAll() ([]any, error)
+}

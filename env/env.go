@@ -42,6 +42,26 @@
 // reading observations, rewards and flags from, and writing actions into, the shared
 // buffers of Columns(), with no per-agent AgentObs or Action records (envrunner does so).
 //
+// # Optional interfaces
+//
+// Beyond the four BaseEnv methods, every adapter of this package (and the ExternalEnvs of
+// package externalenv, for Spaceser) implements the optional interfaces a caller finds by
+// type assertion: SubEnvironmentser (RLlib's get_sub_environments), TryRenderer and
+// AllRenderer (try_render of one or of every sub-environment), AllResetter (try_reset with
+// env_id=None: every sub-environment) and Spaceser (observation_space, action_space and
+// get_agent_ids, per agent; SpacesOf reads it from any BaseEnv).
+//
+// # RemoteVectorEnv
+//
+// RemoteVectorEnvOptions.BatchWait is remote_env_batch_wait_ms, measured as RLlib's
+// RemoteBaseEnv.poll measures it: a window from the start of Poll in which it waits for
+// every step in flight, returning early when all are ready and at the window's end with
+// those that are, repeated while none is. Stop waits at most StopWait for steps in flight;
+// a hung sub-environment is left to its goroutine, which closes it when its step returns
+// (see StopTimeoutError). A Poll with nothing in flight fails with ErrNothingInFlight: the
+// sub-environments wait for actions that never came (a failed inference), and only Stop
+// releases them.
+//
 // # Buffers and lifetimes
 //
 // The caller owns the Batch and reuses it: Poll and TryReset only append to it, and Clear

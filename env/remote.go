@@ -80,6 +80,8 @@ type RemoteVectorEnv struct {
 	started  bool
 	stopped  bool
 
+	spaces agentSpaces // sub-environment 0's, when it was made
+
 	exits     chan int   // a goroutine's index when it ends (capacity NumEnvs)
 	mu        sync.Mutex // guards ended and abandoned
 	ended     []bool     // the goroutine of sub-environment i has ended
@@ -105,7 +107,8 @@ type remoteCmd struct {
 
 // NewRemoteVectorEnv makes opts.NumEnvs sub-environments with make(0), make(1), ... (each an
 // Env or a MultiAgentEnv; single-agent ones report DefaultAgentID) and starts one goroutine
-// per sub-environment. The RemoteVectorEnv implements SubEnvironmentser and TryRenderer.
+// per sub-environment. The RemoteVectorEnv implements SubEnvironmentser, TryRenderer,
+// Spaceser, AllResetter and AllRenderer.
 func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvOptions) (*RemoteVectorEnv, error) {
 	if make == nil {
 		return nil, errors.New("env: NewRemoteVectorEnv: make is nil")
@@ -125,6 +128,12 @@ func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvO
 			}
 			return nil, err
 		}
+	}
+	if r.spaces, err = spacesOfSub(r.slots[0]); err != nil {
+		for _, s := range r.slots {
+			s.close()
+		}
+		return nil, fmt.Errorf("env: NewRemoteVectorEnv: the spaces of sub-environment 0: %w", err)
 	}
 	r.timer = time.NewTimer(time.Hour)
 	r.timer.Stop()
