@@ -378,6 +378,9 @@ func (r *RemoteVectorEnv) Running() int {
 // NumEnvs returns the number of sub-environments.
 func (r *RemoteVectorEnv) NumEnvs() int { return len(r.slots) }
 
+// Options returns the options the RemoteVectorEnv runs with (NumEnvs filled in).
+func (r *RemoteVectorEnv) Options() RemoteVectorEnvOptions { return r.opts }
+
 // SubEnvironments returns the sub-environments as made (after a restart, the new instance).
 // They belong to their goroutines: call their methods only after Stop. One that is in flight
 // (before Stop) or was left running by Stop is nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -35,6 +36,8 @@ var defaultModels = map[string]string{
 // runFlags are the flags of sample run.
 type runFlags struct {
 	env, envConfig, model, out, device, batchMode, countBy, maxFileSize string
+	remoteWait                                                          string // --remote-wait: MS or "all"
+	batchWait                                                           time.Duration
 	numEnvs, workers, fragment, threads                                 int
 	steps, episodes                                                     int64
 	seed                                                                uint64
@@ -76,6 +79,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N], tensorrt[:N], native (the project's provider) or native:cuda[:N]")
 	fs.IntVar(&f.threads, "threads", 1, "ONNX Runtime intra-op threads per session (0: the runtime's default)")
 	fs.BoolVar(&f.remote, "remote", false, "step the sub-environments concurrently (RemoteVectorEnv)")
+	fs.StringVar(&f.remoteWait, "remote-wait", "0", "with --remote: remote_env_batch_wait_ms, the `MS` a poll waits for more sub-environments to finish (measured as RLlib does), or 'all' to wait for every one")
 	fs.BoolVar(&f.restart, "restart-failed", false, "recreate sub-environments that fail, dropping their episode (restart_failed_sub_environments)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object on stdout instead of the table")
 	fs.BoolVar(&f.progress, "progress", true, "show progress on stderr while running (only when stderr is a terminal)")
@@ -117,6 +121,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	case !(f.gamma >= 0 && f.gamma <= 1) || !(f.lambda >= 0 && f.lambda <= 1):
 		return nil, usagef("--gamma and --lambda must be in [0, 1]")
 	}
+	if f.batchWait, err = parseRemoteWait(fs, f); err != nil {
+		return nil, err
+	}
 	if f.out != "" && f.publish.target != "" {
 		return nil, usagef("%v", errOutAndPublish)
 	}
@@ -127,6 +134,24 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 }
 
 var errListEnvs = errors.New("list envs")
+
+// parseRemoteWait reads --remote-wait: milliseconds >= 0, or "all" (env.WaitAll). It needs
+// --remote, the only environment that waits.
+func parseRemoteWait(fs *flag.FlagSet, f *runFlags) (time.Duration, error) {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "remote-wait" })
+	if set && !f.remote {
+		return 0, usagef("--remote-wait needs --remote (only a RemoteVectorEnv waits for its sub-environments)")
+	}
+	if f.remoteWait == "all" {
+		return env.WaitAll, nil
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(f.remoteWait), 10, 64)
+	if err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return 0, usagef("--remote-wait %q: want a whole number of milliseconds >= 0 (remote_env_batch_wait_ms), or 'all'", f.remoteWait)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
 
 // parseSize reads a byte size: a number with an optional KiB/MiB/GiB (or K/M/G, KB/MB/GB as
 // powers of 1000) suffix.
@@ -280,7 +305,7 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 func makeBaseEnv(f *runFlags, cfg env.Config, info *envInfo, opts env.BaseEnvOptions) (env.BaseEnv, error) {
 	mk := func(int) (any, error) { return env.Make(f.env, cfg) }
 	if f.remote {
-		return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts})
+		return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts, BatchWait: f.batchWait})
 	}
 	if info.single {
 		v, err := env.NewVectorEnv(func(int) (env.Env, error) {
