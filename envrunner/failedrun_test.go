@@ -26,17 +26,19 @@ func TestFailedRunReleasesSubEnvironments(t *testing.T) {
 	}
 	mk := func(int) (any, error) { return env.Make("CartPole-v1", nil) }
 	kinds := []struct {
-		name   string
-		remote bool
-		make   func() (env.BaseEnv, error)
+		name string
+		make func() (env.BaseEnv, error)
 	}{
-		{"remote/wait=0", true, func() (env.BaseEnv, error) {
+		{"remote/wait=0", func() (env.BaseEnv, error) {
 			return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: env.BaseEnvOptions{NumEnvs: 4}})
 		}},
-		{"remote/wait=all", true, func() (env.BaseEnv, error) {
+		{"remote/wait=all", func() (env.BaseEnv, error) {
 			return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: env.BaseEnvOptions{NumEnvs: 4}, BatchWait: env.WaitAll})
 		}},
-		{"vector", false, func() (env.BaseEnv, error) {
+		{"sync", func() (env.BaseEnv, error) {
+			return env.ToBaseEnv(mk, env.BaseEnvOptions{NumEnvs: 4})
+		}},
+		{"vector", func() (env.BaseEnv, error) {
 			v, err := env.NewVectorEnv(func(int) (env.Env, error) {
 				e, err := env.Make("CartPole-v1", nil)
 				if err != nil {
@@ -74,20 +76,16 @@ func TestFailedRunReleasesSubEnvironments(t *testing.T) {
 				t.Fatalf("Step with a failing model run: %v", err)
 			}
 			r.runHook = nil
-			if k.remote {
-				// The polled sub-environments wait for actions that never come: the steps
-				// after the failure fail (the last with env.ErrNothingInFlight) rather than
-				// idle forever.
-				var last error
-				for range 3 {
-					last = r.Step()
-					if last == nil {
-						t.Fatal("a Step after the failed run succeeded: the waiting sub-environments would idle forever")
-					}
+			// The polled sub-environments wait for actions that never come: every later Step
+			// fails with the run's error (sampling is over) rather than idling forever.
+			for range 3 {
+				if err := r.Step(); !errors.Is(err, planned) {
+					t.Fatalf("Step after the failed run: %v, want the run's error again", err)
 				}
-				if !errors.Is(last, env.ErrNothingInFlight) {
-					t.Fatalf("Step after the failed run: %v, want env.ErrNothingInFlight", last)
-				}
+			}
+			var mb MultiAgentBatch
+			if err := r.Sample(&mb); !errors.Is(err, planned) {
+				t.Fatalf("Sample after the failed run: %v, want the run's error", err)
 			}
 			start := time.Now()
 			if err := r.Close(); err != nil {

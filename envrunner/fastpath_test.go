@@ -74,11 +74,11 @@ func TestFastPathAfterFailedRun(t *testing.T) {
 			t.Errorf("sub-environment %d: episode length %d return %v, its agent's %d and %v", e, ep.Length, ep.TotalReward, a.steps, a.reward)
 		}
 	}
-	// The sub-environments wait for the actions they never got (a failed run ends a
-	// runner's work in practice); a later step must still be safe, and take no transition.
+	// The sub-environments wait for the actions they never got: a failed run ends the
+	// runner's sampling, so a later step fails with the run's error and takes no transition.
 	steps := r.Counters().AgentSteps
-	if err := r.Step(); err != nil {
-		t.Fatalf("Step after the failed run: %v", err)
+	if err := r.Step(); !errors.Is(err, planned) {
+		t.Fatalf("Step after the failed run: %v, want the run's error again", err)
 	}
 	if got := r.Counters().AgentSteps; got != steps {
 		t.Errorf("a step after the failed run took %d agent steps, want 0", got-steps)

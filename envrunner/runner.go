@@ -129,7 +129,7 @@ type Runner struct {
 	perf                           perfStats
 	started                        int64 // episodes started that count
 	runErr                         error
-	mapErr                         error // PolicyMapping named an unknown policy: every Step returns it
+	mapErr                         error // PolicyMapping named an unknown policy, or a model run failed: every Step returns it
 	progress                       progress
 	closed                         bool
 
@@ -451,9 +451,13 @@ func (r *Runner) Step() error {
 	agents, envs := len(r.batch.Agents)+cols, len(r.batch.Envs)+cols
 	r.act()
 	if r.runErr != nil {
-		err := r.runErr
+		// The polled agents got no actions and their sub-environments would wait for them
+		// forever: like a mapping error, a failed run ends the runner's sampling (every
+		// later Step returns it, as RLlib's sampler is done after an exception); Close
+		// releases the environment.
+		r.mapErr = fmt.Errorf("envrunner: %w", r.runErr)
 		r.runErr = nil
-		return fmt.Errorf("envrunner: %w", err)
+		return r.mapErr
 	}
 	for _, ep := range r.ending {
 		r.finish(ep)
