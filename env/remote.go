@@ -308,8 +308,9 @@ func (r *RemoteVectorEnv) TryReset(env EnvID, seed Seed, dst *Batch) (bool, erro
 // sub-environments that are io.Closers, after waiting at most StopWait for the resets and
 // steps in flight; those still running then are named in a *StopTimeoutError (joined with
 // any close errors) and closed by their own goroutines once their calls return. A
-// sub-environment that waits for actions or a reset is released at once. It is safe to call
-// twice; other methods return ErrStopped afterwards.
+// sub-environment that waits for actions or a reset is released at once; results that were
+// not polled are dropped. It is safe to call twice; other methods return ErrStopped
+// afterwards.
 func (r *RemoteVectorEnv) Stop() error {
 	if r.stopped {
 		return nil
@@ -336,11 +337,23 @@ func (r *RemoteVectorEnv) Stop() error {
 		}
 		t.Stop()
 	}
+	for r.inFlight > 0 { // results that came in but were not polled: not in flight any more
+		select {
+		case i := <-r.done:
+			r.tbl.sets[i].state = stReady
+			r.inFlight--
+			continue
+		default:
+		}
+		break
+	}
 	var errs []error
 	var hung []EnvID
 	r.mu.Lock()
 	for i := range r.slots {
-		if !r.ended[i] {
+		// One that is not in flight is parked on its closed command channel and touches its
+		// sub-environment no more, ended or not: Stop closes it.
+		if !r.ended[i] && r.tbl.sets[i].state == stInFlight {
 			r.abandoned[i] = true
 			hung = append(hung, i)
 		}
@@ -361,8 +374,9 @@ func (r *RemoteVectorEnv) Stop() error {
 }
 
 // Running returns how many sub-environment goroutines have not ended: NumEnvs before Stop,
-// 0 after a Stop that returned no *StopTimeoutError, and after one that did, the hung
-// sub-environments whose calls have not returned yet.
+// 0 after a Stop that waited (StopWait not negative) and returned no *StopTimeoutError, and
+// after one that did, the hung sub-environments whose calls have not returned yet (with a
+// negative StopWait, also for a moment the idle goroutines, which end at once).
 func (r *RemoteVectorEnv) Running() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -134,11 +134,17 @@ func TestRemoteVectorEnvStopWaitsForStepsInFlight(t *testing.T) {
 		if err := r.SendActions(actionsFor(&batch)); err != nil {
 			t.Fatal(err)
 		}
+		for len(r.done) == 0 { // sub-environment 1's result (0 waits for its gate), not polled
+			time.Sleep(time.Millisecond)
+		}
 		time.AfterFunc(20*time.Millisecond, func() { close(release) })
 		err = r.Stop()
 		var te *StopTimeoutError
-		if got := errors.As(err, &te); got != tc.hung {
-			t.Fatalf("StopWait %v: Stop returned %v", tc.stopWait, err)
+		if got := errors.As(err, &te); got != tc.hung || got && (len(te.Envs) != 1 || te.Envs[0] != 0) {
+			t.Fatalf("StopWait %v: Stop returned %v, want the stepping sub-environment 0 named: %v", tc.stopWait, err, tc.hung)
+		}
+		if envs[1].closed.Load() != 1 {
+			t.Fatalf("StopWait %v: the idle sub-environment 1 was not closed by Stop", tc.stopWait)
 		}
 		if !tc.hung && (r.Running() != 0 || envs[0].closed.Load() != 1) {
 			t.Fatalf("StopWait %v: Running %d, closed %d after Stop", tc.stopWait, r.Running(), envs[0].closed.Load())
