@@ -85,7 +85,7 @@ type columnarCase struct {
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
 // columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
 // must be the same. Each runs with callbacks (OnEpisodeStep: the columnar runner takes every
-// row on its general path) and without (its fast path, colStat and colRun).
+// row on its general path) and without (its fast path: agentRec.fast and the column run).
 func TestColumnarMatchesPollSend(t *testing.T) {
 	needORT(t)
 	mlp := bundledPolicy(t, "cartpole_mlp")

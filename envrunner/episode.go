@@ -201,6 +201,9 @@ type agentRec struct {
 	// inCol: the last observation, info and reward are row envID of col (and so is the
 	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
 	inCol bool
+	// fast: the agent's next row of the columns may take the columnar protocol's fast path
+	// (markFast).
+	fast bool
 	// end: the flags (flagTerminated | flagTruncated) of transition n-1, the only one that can
 	// end the episode (the trajectory rows have no flags of their own).
 	end uint8
