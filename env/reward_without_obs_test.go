@@ -10,7 +10,7 @@ import (
 // without observations (AddReward); the step also reports episode-wide info.
 type rewardOnlyEnv struct{ t int }
 
-func (e *rewardOnlyEnv) PossibleAgents() []AgentID            { return []AgentID{"a", "b"} }
+func (e *rewardOnlyEnv) PossibleAgents() []AgentID             { return []AgentID{"a", "b"} }
 func (e *rewardOnlyEnv) ObservationSpace(AgentID) spaces.Space { return spaces.NewBox(-9, 9, 1) }
 func (e *rewardOnlyEnv) ActionSpace(AgentID) spaces.Space      { return &spaces.Discrete{N: 2} }
 
