@@ -66,6 +66,10 @@ func (t *trace) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
 }
 
 func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
+	if ep.Err != nil { // the last values of a faulty episode are the failed step's (see Episode.Err)
+		t.log = append(t.log, fmt.Sprintf("faulty %d %d %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.Err))
+		return
+	}
 	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v %v %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID),
 		ep.LastObservation(env.DefaultAgentID), ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }

@@ -21,6 +21,35 @@
 // the same (a test runs both protocols side by side and compares batches, metrics and
 // callbacks).
 //
+// # Episodes and callbacks
+//
+// A sub-environment's next episode is made, and OnEpisodeCreated called, before the runner
+// resets the sub-environment (before the first Poll for the first episodes), as RLlib's
+// create_episode; OnEpisodeStart follows once its first observations are in, after the
+// runner asked an env.EpisodeIDer (once) for the episode's Episode.ExternalID. Episode-wide
+// info (env.EnvStatus.Info, RLlib's "__common__") is Episode.LastInfo(env.CommonAgentID),
+// replaced by every step. An episode whose sub-environment failed (env.EnvStatus.Err) is
+// faulty: OnEpisodeEnd sees it with Episode.Err set (RLlib passes the exception), its
+// RolloutMetrics are marked Faulty (episode_faulty) and its data is dropped; a reset that
+// failed before an episode could start only adds a Faulty RolloutMetrics, as in RLlib.
+//
+// An action the environment took itself is reported with the observation it was taken at
+// (env.AgentObs.OffPolicyAction, RLlib's off_policy_actions) and recorded as that row's
+// action; the agent connectors that keep past actions, and Episode.LastAction, see it too.
+// The row's action_dist_inputs, action_logp and vf_preds stay the policy's outputs at that
+// observation (action_logp is the log-probability of the action the policy sampled and sent,
+// which the environment ignored), as RLlib buffers the logged action beside the policy's
+// extra outputs; an off-policy learner that needs the logged action's probability computes
+// it from action_dist_inputs.
+//
+// When a sub-environment ends an episode for all agents ("__all__"), an agent that was not
+// in that last step (it acted and waits for its next observation) gets a final row: its last
+// observation repeated as new_obs, the rewards reported for it since, terminated (so GAE
+// does not bootstrap it), as RLlib fakes a final observation for it (RLlib's is all zeros with
+// reward 0: repeating the last one keeps new_obs in the observation space, and the rewards
+// reported without an observation are not lost). A reward reported without an observation
+// (env.AgentObs with Obs nil) is added to the agent's next transition.
+//
 // # Sample batches
 //
 // Each agent's trajectory is kept as it grows (RLlib's agent collector) and moved into its
@@ -60,7 +89,7 @@
 // # Metrics
 //
 // Metrics returns a RolloutMetrics per finished episode (length, return, per-agent returns,
-// the callbacks' custom metrics); Counters the totals (env and agent steps, episodes, faulty
+// the callbacks' custom metrics; faulty ones marked Faulty, for summaries to leave out); Counters the totals (env and agent steps, episodes, faulty
 // episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
 // raw observation processing, inference, action processing, env wait and env render, as
 // RLlib's sampler perf stats. The runner warns once when one agent buffers more than

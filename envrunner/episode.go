@@ -40,6 +40,17 @@ type Episode struct {
 	// TrainingEnabled is false for an episode whose data is left out of the sample batches
 	// (an ExternalEnv episode started with training disabled).
 	TrainingEnabled bool
+	// ExternalID is the id the environment gives the episode (env.EpisodeIDer: an
+	// ExternalEnv's episode id), asked once when the episode starts; "" when it has none.
+	ExternalID string
+	// Err is the error of the episode's sub-environment when the episode is faulty (the
+	// sub-environment failed: env.EnvStatus.Err), set before OnEpisodeEnd (RLlib passes the
+	// exception to on_episode_end); nil for an episode that ended normally. The Last*
+	// methods of a faulty episode may show what the failed step left behind.
+	Err error
+
+	common env.Info // the episode-wide info of the last step (env.EnvStatus.Info)
+	byAll  bool     // ended by the sub-environment's episode-wide flags ("__all__")
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -82,8 +93,13 @@ func (e *Episode) LastObservation(agent env.AgentID) []float32 {
 	return a.lastObs
 }
 
-// LastInfo returns the info the environment reported with the agent's last observation.
+// LastInfo returns the info the environment reported with the agent's last observation; for
+// env.CommonAgentID, the episode-wide info of the sub-environment's last step (RLlib's
+// last_info_for("__common__")), nil when that step had none.
 func (e *Episode) LastInfo(agent env.AgentID) env.Info {
+	if agent == env.CommonAgentID {
+		return e.common
+	}
 	a := e.agent(agent)
 	switch {
 	case a == nil:
@@ -106,8 +122,9 @@ func (e *Episode) LastReward(agent env.AgentID) float64 {
 	return a.lastReward
 }
 
-// LastAction returns the agent's last action as sent to the environment (nil before its
-// first action), valid during the callback that asks.
+// LastAction returns the agent's last action (nil before its first action), valid during the
+// callback that asks: the action sent to the environment, or the one the environment took
+// itself where it reported one (env.AgentObs.OffPolicyAction), as the batch records it.
 func (e *Episode) LastAction(agent env.AgentID) []float32 {
 	a := e.agent(agent)
 	switch {
@@ -167,6 +184,11 @@ type RolloutMetrics struct {
 	EpisodeID     int64
 	EpisodeLength int
 	EpisodeReturn float64
+	// Faulty marks an episode whose sub-environment failed (RLlib's episode_faulty): its
+	// length and return are as far as it got, and summaries leave it out, as RLlib's
+	// summarize_episodes does. A reset that failed before an episode could start is reported
+	// as a Faulty entry with EpisodeID 0.
+	Faulty bool
 	// AgentReturns is nil for an episode with one agent.
 	AgentReturns []AgentReward
 	// CustomMetrics is nil when the callbacks set none.
@@ -207,8 +229,12 @@ type agentRec struct {
 	// end: the flags (flagTerminated | flagTruncated) of transition n-1, the only one that can
 	// end the episode (the trajectory rows have no flags of their own).
 	end uint8
-	n   int       // complete transitions
-	tr  []float32 // trajectory rows since the last cut (trajLayout.stride values each)
+	// logged: the environment took its own action at the last observation (offBuf holds it;
+	// env.AgentObs.OffPolicyAction), which the row and the agent connectors record instead of
+	// the policy's.
+	logged bool
+	n      int       // complete transitions
+	tr     []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
 	col        *env.Columns // the runner's columns, for a record of a columnar runner
 	lastObs    []float32
@@ -223,8 +249,12 @@ type agentRec struct {
 
 	final   []float32 // a copy of the final observation (storage kept across reuse)
 	lastBuf []float32 // a copy of the last action (storage kept across reuse)
+	offBuf  []float32 // a copy of the logged action (see logged)
+	// carry: rewards reported without an observation (env.AgentObs with Obs nil), added to
+	// the agent's next transition.
+	carry float64
 
-	_ [16]byte // to a multiple of 64 bytes
+	_ [48]byte // to a multiple of 64 bytes
 }
 
 // Flags of a record's last transition (agentRec.end).
@@ -266,6 +296,15 @@ func newTrajLayout(p *policy) trajLayout {
 		l.stateOut = append(l.stateOut, next(w))
 	}
 	return l
+}
+
+// rowAction returns the action to record for the agent's last observation: the logged one
+// where the environment took its own, else act (the policy's).
+func (a *agentRec) rowAction(act []float32) []float32 {
+	if a.logged {
+		return a.offBuf
+	}
+	return act
 }
 
 // rows returns the number of observation rows kept.

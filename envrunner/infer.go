@@ -130,7 +130,7 @@ func (r *Runner) randomRows(p *policy) {
 	for _, ro := range p.infer {
 		act := p.sampleRandom(r.rng)
 		if ro.rec.collect {
-			copy(ro.rec.lastRow()[p.lay.act:], act)
+			copy(ro.rec.lastRow()[p.lay.act:], ro.rec.rowAction(act))
 		}
 		r.proto.sendAction(p, ro.rec, act)
 	}
@@ -287,7 +287,10 @@ func (r *Runner) output(p *policy, a *agentRec, tr []float32, j int, vals []floa
 		return
 	}
 	act := p.conn.Action
-	put(tr[l.act:], act.PolicyAction(j))
+	// A logged action is the row's action; the log-probability, distribution inputs and
+	// value stay the policy's at the observation (RLlib buffers action_to_buffer with the
+	// policy's extra outputs).
+	put(tr[l.act:], a.rowAction(act.PolicyAction(j)))
 	tr[l.logp] = act.LogP(j)
 	put(tr[l.dist:], act.DistInputs(j))
 	for s, off := range l.stateOut {

@@ -6,10 +6,15 @@ import (
 	"github.com/onnxrl/sampler/env"
 )
 
-// startEpisode makes the episode running in sub-environment e.
-func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
-	for e >= len(r.episodes) {
-		r.episodes = append(r.episodes, nil)
+// createEpisode makes the next episode of sub-environment e, unless it has one waiting, and
+// calls OnEpisodeCreated: before the sub-environment's reset, as RLlib's create_episode. The
+// episode starts (startEpisode) with the reset's first observations.
+func (r *Runner) createEpisode(e env.EnvID) {
+	for e >= len(r.next) {
+		r.next = append(r.next, nil)
+	}
+	if r.next[e] != nil {
+		return // a reset that failed is tried again: the episode made for it waits
 	}
 	var ep *Episode
 	if n := len(r.epPool); n > 0 {
@@ -22,14 +27,31 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 		ep.CustomMetrics, ep.UserData = map[string]float64{}, map[string]any{}
 	}
 	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
+	r.next[e] = ep
+	if r.cb.created != nil {
+		r.cb.created.OnEpisodeCreated(r, ep)
+	}
+}
+
+// startEpisode starts the episode running in sub-environment e: the one made before its
+// reset, or a new one (an environment that started an episode on its own).
+func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
+	for e >= len(r.episodes) {
+		r.episodes = append(r.episodes, nil)
+	}
+	if e >= len(r.next) || r.next[e] == nil {
+		r.createEpisode(e)
+	}
+	ep := r.next[e]
+	r.next[e] = nil
 	ep.extra = r.cfg.MaxEpisodes > 0 && r.started >= r.cfg.MaxEpisodes
 	if !ep.extra {
 		r.started++
 	}
 	ep.TrainingEnabled = training && !ep.extra
 	r.episodes[e] = ep
-	if r.cb.created != nil {
-		r.cb.created.OnEpisodeCreated(r, ep)
+	if r.idr != nil {
+		ep.ExternalID = r.idr.EpisodeID(e)
 	}
 	if r.cb.start != nil {
 		r.cb.start.OnEpisodeStart(r, ep)
@@ -94,10 +116,20 @@ func (r *Runner) endEpisode(ep *Episode) {
 	r.metrics = append(r.metrics, m)
 }
 
-// fault drops an episode whose sub-environment failed (RLlib's faulty episode): its data is
-// discarded and it counts as faulty, not in the episode metrics.
-func (r *Runner) fault(ep *Episode) {
+// fault drops an episode whose sub-environment failed with err (RLlib's faulty episode): its
+// data is discarded; OnEpisodeEnd sees it with Err set, and its metrics are marked Faulty (it
+// counts in FaultyEpisodes, not in Episodes).
+func (r *Runner) fault(ep *Episode, err error) {
 	r.faulty++
+	if !ep.endCalled && !ep.extra {
+		ep.endCalled = true
+		ep.Err = err
+		if r.cb.end != nil {
+			r.cb.end.OnEpisodeEnd(r, ep)
+		}
+		r.metrics = append(r.metrics, RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length,
+			EpisodeReturn: ep.TotalReward, Faulty: true})
+	}
 	if ep.ended { // it was about to finish in this step
 		for i, e := range r.ending {
 			if e == ep {
@@ -133,5 +165,6 @@ func (r *Runner) recycle(ep *Episode) {
 	clear(ep.CustomMetrics)
 	clear(ep.UserData)
 	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, 0, false, false, false, false
+	ep.ExternalID, ep.Err, ep.common, ep.byAll = "", nil, nil, false
 	r.epPool = append(r.epPool, ep)
 }

@@ -16,11 +16,13 @@ func (r *Runner) statuses(from int) {
 		switch {
 		case st.Err != nil:
 			if ep != nil && !ep.ended {
-				r.fault(ep)
+				r.fault(ep, st.Err)
 			} else {
 				// A reset failed: the episode that ended before it is whole and finishes
-				// as usual; the one that could not start counts as faulty (as in RLlib).
+				// as usual; the one that could not start counts as faulty (as in RLlib,
+				// which reports a RolloutMetrics with episode_faulty and nothing else).
 				r.faulty++
+				r.metrics = append(r.metrics, RolloutMetrics{Worker: r.cfg.Worker, Faulty: true})
 			}
 			r.resets = append(r.resets, st.Env)
 			if from > 0 { // the reset itself failed: try again next step
@@ -38,8 +40,11 @@ func (r *Runner) statuses(from int) {
 			}
 			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
 		}
+		if ep != nil && !ep.ended {
+			ep.common = st.Info // replaced by every step, as RLlib's set_last_info("__common__")
+		}
 		if ep != nil && (st.Terminated || st.Truncated) && !ep.ended {
-			ep.ended = true
+			ep.ended, ep.byAll = true, true
 			r.ending = append(r.ending, ep)
 			r.resets = append(r.resets, st.Env)
 		}
@@ -115,6 +120,15 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 	if a.inCol = col && !done; !a.inCol {
 		a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
 	}
+	// The environment's own action at this observation is the row's action (RLlib's
+	// off_policy_actions, reported with the observation they were taken at).
+	if a.logged = !done && len(offPolicy) == p.actW && offPolicy != nil; a.logged {
+		a.offBuf = append(a.offBuf[:0], offPolicy...)
+	}
+	if a.carry != 0 { // rewards reported without an observation since the last action
+		reward += a.carry
+		a.carry = 0
+	}
 	a.reward += reward
 	ep.TotalReward += reward
 	if a.pending {
@@ -140,9 +154,6 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 			l := &p.lay
 			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
 			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
-			if offPolicy != nil && len(offPolicy) == p.actW {
-				copy(row[l.act:l.act+p.actW], offPolicy)
-			}
 			a.n++
 			a.prefetchRow()
 		}

@@ -74,12 +74,15 @@ func (p *rowProtocol) sendAction(pol *policy, a *agentRec, act []float32) {
 	x := grow.Zero(&p.actions)
 	x.Env, x.Agent, x.Action = a.ep.EnvID, a.id, sent
 	// The values are refilled in the next step, before OnEpisodeEnd may ask for the last
-	// action: the record keeps a copy.
-	a.lastBuf = append(a.lastBuf[:0], act...)
+	// action: the record keeps a copy (of the logged action, where the environment took its
+	// own).
+	a.lastBuf = append(a.lastBuf[:0], a.rowAction(act)...)
 	a.lastAct = a.lastBuf
 	a.pending = true
 	if pol.records {
-		pol.agent.RecordAction(a.slot, sent)
+		// The agent connectors see the action the batch records (RLlib's on_policy_output
+		// with action_to_buffer).
+		pol.agent.RecordAction(a.slot, a.lastAct)
 	}
 }
 

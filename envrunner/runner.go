@@ -106,6 +106,9 @@ type Runner struct {
 	collect  bool
 
 	episodes []*Episode // by env id; nil where none runs
+	next     []*Episode // by env id: the episode made before the sub-environment's reset (not started)
+	idr      env.EpisodeIDer
+	polled   bool // the first Poll ran
 	epPool   []*Episode
 	ending   []*Episode
 	touched  []*Episode
@@ -227,6 +230,7 @@ func New(cfg Config) (*Runner, error) {
 		p.large = r.largeRows() * p.lay.stride
 	}
 	r.proto = r.pickProtocol()
+	r.idr, _ = cfg.Env.(env.EpisodeIDer)
 	col, _ := r.proto.(*columnProtocol)
 	for _, p := range r.policies {
 		p.chooseActions = r.pickAct(p, col)
@@ -333,6 +337,14 @@ func (r *Runner) Step() error {
 		return r.mapErr
 	}
 	r.batch.Clear()
+	if !r.polled {
+		// The first Poll resets every sub-environment: their episodes are made first, as
+		// before every later reset (RLlib creates them before its first poll).
+		r.polled = true
+		for e := range r.cfg.NumEnvs {
+			r.createEpisode(e)
+		}
+	}
 	t0 := time.Now()
 	err := r.proto.poll()
 	t1 := time.Now()
@@ -371,6 +383,7 @@ func (r *Runner) Step() error {
 	// actions in this step. A synchronous reset appends to the batch.
 	for k := 0; k < len(r.resets); k++ {
 		e := r.resets[k]
+		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
 		tr := time.Now()
 		n, err := r.proto.reset(e)
 		wait += time.Since(tr)
