@@ -66,6 +66,15 @@ func (r *Runner) addRow(o *env.AgentObs) {
 		ep = r.startEpisode(o.Env, true)
 	}
 	a := ep.agent(o.Agent)
+	if o.Obs == nil { // a reward without an observation, for an agent that has one
+		if a != nil && !a.done {
+			a.carry += o.Reward
+			if o.Terminated || o.Truncated {
+				r.finalRow(a)
+			}
+		}
+		return
+	}
 	if a == nil {
 		if a = r.newAgent(ep, o.Agent); a == nil {
 			return // an unknown policy: Step reports r.mapErr
@@ -168,6 +177,57 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 		pushRow(&p.infer, a, obs, reward)
 	} else {
 		pushRow(&p.finals, a, obs, reward)
+	}
+}
+
+// finalRows gives the agents of an episode that ended for all agents ("__all__") but were
+// not in its last step their final rows (finalRow).
+func (r *Runner) finalRows(ep *Episode) {
+	for _, a := range ep.agents {
+		if !a.done && a.pending {
+			r.finalRow(a)
+		}
+	}
+}
+
+// finalRow ends an agent whose episode ended without a final observation of it: its pending
+// transition completes with the rewards reported for it since its last action and ends
+// terminated (GAE does not bootstrap it), with its last observation (as the model saw it)
+// repeated as the new observation, RLlib's fake final observation.
+func (r *Runner) finalRow(a *agentRec) {
+	ep, p := a.ep, a.pol
+	reward := a.carry
+	a.carry = 0
+	a.reward += reward
+	ep.TotalReward += reward
+	a.done = true
+	if !a.pending {
+		return
+	}
+	a.pending, a.logged = false, false
+	a.steps++
+	if !ep.extra {
+		r.totalAgentSteps++
+		r.sinceCutAgent++
+	}
+	switch {
+	case !r.stepCB && len(ep.agents) == 1:
+		ep.Length++
+		if !ep.extra {
+			r.stepped++
+		}
+	case !ep.stepped:
+		ep.stepped = true
+		r.touched = append(r.touched, ep)
+	}
+	if a.collect && a.rows() == a.n+1 {
+		s, w := p.lay.stride, p.obsW
+		a.tr[a.n*s+p.lay.rew], a.end = float32(reward), flagTerminated
+		a.n++
+		next := a.newRow()
+		copy(next[:w], a.tr[(a.n-1)*s:(a.n-1)*s+w])
+		clear(next[w:])
+		r.recorded(a)
 	}
 }
 

@@ -360,6 +360,11 @@ func (r *Runner) Step() error {
 		r.addRow(&r.batch.Agents[i])
 	}
 	cols := r.proto.takeReady() // rows taken in outside the batch (columns)
+	for _, ep := range r.ending {
+		if ep.byAll {
+			r.finalRows(ep)
+		}
+	}
 	envSteps := r.stepped
 	r.stepped = 0
 	for _, ep := range r.touched {
