@@ -124,9 +124,12 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	var p *policy
 	var infer []row
 	var stride, rew int // p's trajectory layout
+	// A step that may fill the fragment takes every row through observe, which notes where
+	// the fragment ends (stepDone).
+	slow := r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
-		if a == nil || !a.fast || int(a.envID) != e || rs.Terminated || rs.Truncated || reset[e] {
+		if slow || a == nil || !a.fast || int(a.envID) != e || rs.Terminated || rs.Truncated || reset[e] {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
 			}
@@ -171,6 +174,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	r.totalAgentSteps += int64(steps)
 	r.sinceCutAgent += steps
 	r.stepped += steps
+	r.counted += steps
 }
 
 // addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for

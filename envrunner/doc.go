@@ -55,7 +55,12 @@
 // Each agent's trajectory is kept as it grows (RLlib's agent collector) and moved into its
 // policy's SampleBatch when a fragment is cut (TruncateEpisodes: every FragmentLength*NumEnvs
 // steps, counted by env or agent steps, the running episodes are cut and continue in the next
-// batch) or when its episode ends (CompleteEpisodes). Columns: obs and new_obs (the
+// batch) or when its episode ends (CompleteEpisodes). Counted by env steps, a truncated
+// batch holds exactly FragmentLength*NumEnvs env steps, as RLlib's, also when one runner
+// step brings more (asynchronous environments, ExternalEnv clients): the transitions past the
+// target go to the next batch. Counted by agent steps, the agents of one env step stay in one
+// batch, which may pass the target by that step's other agents (RLlib does not hold
+// agent_steps batches to it either). Columns: obs and new_obs (the
 // observations as the model sees them, after the agent connectors), actions (as the policy
 // chose them, before unsquash and clip, or the environment's off-policy action),
 // rewards, terminateds, truncateds, eps_id, env_id, agent_index, t, action_dist_inputs,

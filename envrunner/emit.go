@@ -7,21 +7,34 @@ import (
 )
 
 // cut emits the complete transitions of every listed record into r.out and keeps, of the
-// running ones, the last observation and pending action.
+// running ones, the last observation and pending action. When the step that filled the
+// fragment went beyond it (stepDone), the transitions past the fragment's end stay for the
+// next cut, and so do their env steps.
 func (r *Runner) cut() {
-	r.out.EnvSteps += r.sinceCutEnv
+	left := 0 // env steps beyond the fragment
+	if r.exact && r.sinceCutEnv > r.target {
+		left = r.sinceCutEnv - r.target
+	}
+	r.out.EnvSteps += r.sinceCutEnv - left
+	leftAgent := 0
 	kept := r.listed[:0]
 	for i, a := range r.listed {
 		if i+1 < len(r.listed) {
 			r.prefetched ^= prefetchTrajectory(r.listed[i+1].tr)
 		}
-		r.emit(a)
-		if a.ep == nil { // its episode ended: the record is finished
+		k := a.n
+		if a.cutAt > 0 {
+			k = int(a.cutAt) - 1
+			a.cutAt = 0
+		}
+		r.emitFirst(a, k)
+		if a.ep == nil && k == a.n { // its episode ended: the record is finished
 			a.listed = false
 			a.pol.putRec(a)
 			continue
 		}
-		a.keepLast()
+		a.dropFirst(k)
+		leftAgent += a.n
 		if a.rows() > 0 {
 			kept = append(kept, a)
 		} else {
@@ -30,7 +43,7 @@ func (r *Runner) cut() {
 	}
 	clear(r.listed[len(kept):])
 	r.listed = kept
-	r.sinceCutEnv, r.sinceCutAgent = 0, 0
+	r.sinceCutEnv, r.sinceCutAgent = left, leftAgent
 }
 
 // prefetchTrajectory loads one value of every cache line of tr and returns their bits combined. Run over
@@ -47,8 +60,12 @@ func prefetchTrajectory(tr []float32) uint32 {
 
 // emit appends the record's complete transitions to its policy's batch in r.out, with GAE
 // when configured.
-func (r *Runner) emit(a *agentRec) {
-	n := a.n
+func (r *Runner) emit(a *agentRec) { r.emitFirst(a, a.n) }
+
+// emitFirst is emit for the first n complete transitions only (n <= a.n): the end flags are
+// those of the last transition, when n is all of them; GAE bootstraps with the value of
+// observation n.
+func (r *Runner) emitFirst(a *agentRec, n int) {
 	if n == 0 || !a.collect {
 		return
 	}
@@ -79,7 +96,9 @@ func (r *Runner) emit(a *agentRec) {
 	// Only the last transition can end the episode.
 	clear(terms)
 	clear(truncs)
-	terms[n-1], truncs[n-1] = a.end&flagTerminated != 0, a.end&flagTruncated != 0
+	if n == a.n {
+		terms[n-1], truncs[n-1] = a.end&flagTerminated != 0, a.end&flagTruncated != 0
+	}
 	fill(eps, a.epsID)
 	fill(envs, a.envID)
 	fill(idx, a.index)

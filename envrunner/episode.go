@@ -51,6 +51,7 @@ type Episode struct {
 
 	common env.Info // the episode-wide info of the last step (env.EnvStatus.Info)
 	byAll  bool     // ended by the sub-environment's episode-wide flags ("__all__")
+	over   bool     // its transitions of the current step belong to the next fragment (see stepDone)
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -253,8 +254,12 @@ type agentRec struct {
 	// carry: rewards reported without an observation (env.AgentObs with Obs nil), added to
 	// the agent's next transition.
 	carry float64
+	// cutAt, when positive, is 1 + the number of complete transitions that belong to the
+	// fragment being built: the later ones came in the step that filled it (stepDone) and go
+	// to the next one.
+	cutAt int32
 
-	_ [48]byte // to a multiple of 64 bytes
+	_ [44]byte // to a multiple of 64 bytes
 }
 
 // Flags of a record's last transition (agentRec.end).
@@ -349,12 +354,26 @@ func (a *agentRec) clearTrajectory() {
 // keepLast drops the complete transitions 0..n-1, keeping the last observation row (and its
 // pending action), which becomes row 0.
 func (a *agentRec) keepLast() {
-	s := a.pol.lay.stride
-	k := len(a.tr)/s - 1
-	if k < 0 {
+	a.dropFirst(a.n)
+}
+
+// dropFirst drops the first k complete transitions (0 <= k <= n): their rows go, and row k
+// becomes row 0. With k == n the last observation row is kept, as keepLast says.
+func (a *agentRec) dropFirst(k int) {
+	if k < a.n {
+		s := a.pol.lay.stride
+		n := copy(a.tr, a.tr[k*s:])
+		a.tr = a.tr[:n]
+		a.t0 += int32(k)
+		a.n -= k
 		return
 	}
-	copy(a.tr[:s], a.tr[k*s:])
+	s := a.pol.lay.stride
+	last := len(a.tr)/s - 1
+	if last < 0 {
+		return
+	}
+	copy(a.tr[:s], a.tr[last*s:])
 	a.tr = a.tr[:s]
 	// Its transition's reward is not known yet: it is written when the transition
 	// completes (cleared here for a record that never completes it).

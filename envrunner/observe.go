@@ -142,23 +142,7 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 	ep.TotalReward += reward
 	if a.pending {
 		a.pending = false
-		a.steps++
-		if !ep.extra {
-			r.totalAgentSteps++
-			r.sinceCutAgent++
-		}
-		switch {
-		case !r.stepCB && len(ep.agents) == 1:
-			// The episode's one agent stepped: the env step counts here, without the
-			// touched list (which exists to count a multi-agent step once).
-			ep.Length++
-			if !ep.extra {
-				r.stepped++
-			}
-		case !ep.stepped:
-			ep.stepped = true
-			r.touched = append(r.touched, ep)
-		}
+		r.stepDone(a, ep)
 		if a.collect {
 			l := &p.lay
 			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
@@ -177,6 +161,46 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 		pushRow(&p.infer, a, obs, reward)
 	} else {
 		pushRow(&p.finals, a, obs, reward)
+	}
+}
+
+// stepDone counts the transition the agent completes in this step: an agent step, and an env
+// step when it is the episode's first in the step. In truncate_episodes mode counted by env
+// steps, the transitions of an env step beyond the fragment's FragmentLength*NumEnvs belong
+// to the next fragment (RLlib builds a truncated batch of exactly rollout_fragment_length
+// env steps): the record notes where its part of the fragment ends (cutAt), and cut splits
+// there.
+func (r *Runner) stepDone(a *agentRec, ep *Episode) {
+	a.steps++
+	if !ep.extra {
+		r.totalAgentSteps++
+		r.sinceCutAgent++
+	}
+	over := false
+	switch {
+	case !r.stepCB && len(ep.agents) == 1:
+		// The episode's one agent stepped: the env step counts here, without the touched
+		// list (which exists to count a multi-agent step once).
+		ep.Length++
+		if !ep.extra {
+			over = r.exact && r.sinceCutEnv+r.counted >= r.target
+			r.stepped++
+			r.counted++
+		}
+	case !ep.stepped:
+		ep.stepped = true
+		r.touched = append(r.touched, ep)
+		ep.over = false
+		if !ep.extra {
+			ep.over = r.exact && r.sinceCutEnv+r.counted >= r.target
+			r.counted++
+		}
+		over = ep.over
+	default:
+		over = ep.over
+	}
+	if over && a.collect && a.cutAt == 0 {
+		a.cutAt = int32(a.n) + 1
 	}
 }
 
@@ -205,21 +229,7 @@ func (r *Runner) finalRow(a *agentRec) {
 		return
 	}
 	a.pending, a.logged = false, false
-	a.steps++
-	if !ep.extra {
-		r.totalAgentSteps++
-		r.sinceCutAgent++
-	}
-	switch {
-	case !r.stepCB && len(ep.agents) == 1:
-		ep.Length++
-		if !ep.extra {
-			r.stepped++
-		}
-	case !ep.stepped:
-		ep.stepped = true
-		r.touched = append(r.touched, ep)
-	}
+	r.stepDone(a, ep)
 	if a.collect && a.rows() == a.n+1 {
 		s, w := p.lay.stride, p.obsW
 		a.tr[a.n*s+p.lay.rew], a.end = float32(reward), flagTerminated

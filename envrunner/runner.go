@@ -135,6 +135,8 @@ type Runner struct {
 	closed                         bool
 
 	stepped int // env steps of this step counted by observe (episodes of one agent)
+	counted int // env steps of this step counted so far (all episodes; see stepDone)
+	exact   bool // truncate_episodes counted by env steps: fragments are cut at exactly target
 
 	runHook func() error // tests: called after each successful model run; an error fails it
 
@@ -190,6 +192,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
 		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
 		byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}
+	r.exact = !r.complete && !r.byAgent && r.collect
 	r.perf.ema = cfg.PerfEMA
 	if r.log == nil {
 		r.log = slog.Default()
@@ -337,6 +340,7 @@ func (r *Runner) Step() error {
 		return r.mapErr
 	}
 	r.batch.Clear()
+	r.counted = 0
 	if !r.polled {
 		// The first Poll resets every sub-environment: their episodes are made first, as
 		// before every later reset (RLlib creates them before its first poll).
