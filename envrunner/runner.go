@@ -134,8 +134,8 @@ type Runner struct {
 	progress                       progress
 	closed                         bool
 
-	stepped int // env steps of this step counted by observe (episodes of one agent)
-	counted int // env steps of this step counted so far (all episodes; see stepDone)
+	stepped int  // env steps of this step counted by observe (episodes of one agent)
+	counted int  // env steps of this step counted so far (all episodes; see stepDone)
 	exact   bool // truncate_episodes counted by env steps: fragments are cut at exactly target
 
 	runHook func() error // tests: called after each successful model run; an error fails it
