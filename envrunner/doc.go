@@ -64,10 +64,20 @@
 // observations as the model sees them, after the agent connectors), actions (as the policy
 // chose them, before unsquash and clip, or the environment's off-policy action),
 // rewards, terminateds, truncateds, eps_id, env_id, agent_index, t, action_dist_inputs,
-// action_logp, vf_preds, state_in_N/state_out_N and seq_lens for recurrent policies, and
+// action_logp, vf_preds, state_in_N/state_out_N and seq_lens (sequences of at most
+// Config.MaxSeqLen rows, 20 by default as RLlib's max_seq_len) for recurrent policies, and
 // advantages and value_targets with GAE (bootstrapped with the value of the last
 // observation when the chunk does not end with a termination). Episodes of a failed
 // sub-environment (faulty) and episodes with training disabled leave nothing in the batches.
+//
+// One deliberate difference from RLlib: state_in_N has a row per row of the batch, where
+// RLlib's view requirement keeps only the state going into each sequence (one row per
+// seq_lens entry). Every column of a batch then has one row per step, which the per-row
+// formats need (the Parquet and Arrow tables of envrunner/output and arrowbatch, readers
+// that take a JSON batch row by row), and the state of any step stays at hand for
+// re-running the model from it; RLlib's column is SampleBatch.SequenceStateIn (the rows at
+// the sequence starts), the same values, since a sequence starts at a chunk's first row and
+// every MaxSeqLen rows after it.
 //
 // Sample (or Ready and Take) hands a fragment over in a caller-owned MultiAgentBatch whose
 // buffers are reused: passing the same batch back allocates nothing in steady state.
