@@ -104,8 +104,8 @@
 // # Metrics
 //
 // Metrics returns a RolloutMetrics per finished episode (length, return, per-agent returns,
-// the callbacks' custom metrics; faulty ones marked Faulty, for summaries to leave out); Counters the totals (env and agent steps, episodes, faulty
-// episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
+// the callbacks' custom metrics; faulty ones marked Faulty, for summaries to leave out);
+// Counters the totals (env and agent steps, episodes, faulty episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
 // raw observation processing, inference, action processing, env wait and env render, as
 // RLlib's sampler perf stats. The runner warns once when one agent buffers more than
 // max(1000, 10*FragmentLength) observations, and once when the environment steps over 1000
