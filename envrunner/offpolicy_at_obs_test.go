@@ -73,11 +73,37 @@ func TestOffPolicyActionIsRecordedAtItsObservation(t *testing.T) {
 	}
 }
 
-// TestOffPolicyActionOfARandomPolicy: the same with a random policy (no model outputs).
+// lastActionCheck checks in OnEpisodeStep that Episode.LastAction is the action of the
+// previous observation as the batch records it: the logged one where the environment took
+// its own.
+type lastActionCheck struct {
+	t       *testing.T
+	se      *scriptedEnv
+	checked int
+}
+
+func (c *lastActionCheck) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
+	o := ep.LastObservation(env.DefaultAgentID)
+	if o == nil || o[2] == 0 {
+		return
+	}
+	prev := scriptKey{env: int(o[0]), ep: int(o[1]), t: int(o[2]) - 1, agent: env.DefaultAgentID}
+	want := c.se.sent[prev]
+	if l := loggedAt(prev.env, prev.ep, prev.t, prev.agent); l != nil {
+		want = l
+	}
+	assert.Equal(c.t, want, ep.LastAction(env.DefaultAgentID), "%+v: last action", prev)
+	c.checked++
+}
+
+// TestOffPolicyActionOfARandomPolicy: the same with a random policy (no model outputs), and
+// Episode.LastAction is the logged action where there is one.
 func TestOffPolicyActionOfARandomPolicy(t *testing.T) {
 	se := newScriptedEnv(2, 5)
 	se.logged = loggedAt
-	r := newRunner(t, envrunner.Config{Env: se, NumEnvs: 2, Policies: scriptedPolicies(envrunner.DefaultPolicyID), FragmentLength: 6, Seed: 4})
+	cb := &lastActionCheck{t: t, se: se}
+	r := newRunner(t, envrunner.Config{Env: se, NumEnvs: 2, Policies: scriptedPolicies(envrunner.DefaultPolicyID), FragmentLength: 6, Seed: 4,
+		Callbacks: cb})
 	agents := []env.AgentID{env.DefaultAgentID}
 	differs := 0
 	for _, mb := range sampleBatches(t, r, 4) {
@@ -96,4 +122,5 @@ func TestOffPolicyActionOfARandomPolicy(t *testing.T) {
 		}
 	}
 	assert.Positive(t, differs)
+	assert.Positive(t, cb.checked)
 }
