@@ -11,7 +11,9 @@ type AgentObs struct {
 	Agent AgentID
 	// Obs is the observation in the raw layout of the agent's observation space. It may point
 	// into the BaseEnv's own buffers: it stays valid until the next Poll, SendActions or
-	// TryReset on the same BaseEnv.
+	// TryReset on the same BaseEnv. Nil means the agent reports a reward without an
+	// observation (a MultiAgentEnv may reward an agent that does not observe this step): it
+	// is added to the agent's next transition, and the agent needs no action.
 	Obs []float32
 	// Reward is the reward since the agent's last action (0 on the first observation of an
 	// episode).
@@ -40,11 +42,20 @@ type EnvStatus struct {
 	// TrainingDisabled, reported with Reset, marks an episode whose experience is left out of
 	// the sample batches (ExternalEnv's start_episode with training_enabled=false).
 	TrainingDisabled bool
+	// Info is the episode-wide info of this step (RLlib's infos["__common__"] of a
+	// MultiAgentEnv, the info an ExternalEnv's log_returns gave), or nil. The runner shows it
+	// to callbacks as the last info of CommonAgentID until the next status of the
+	// sub-environment replaces it.
+	Info Info
 	// Err is set when the sub-environment failed (an error or a panic in its step or reset)
 	// and was restarted (restart_failed_sub_environments): the episode that was running is
 	// faulty and should be discarded; the sub-environment needs TryReset.
 	Err error
 }
+
+// CommonAgentID is the key of the episode-wide info (RLlib's "__common__"): Episode.LastInfo
+// of the runner returns EnvStatus.Info under it.
+const CommonAgentID AgentID = "__common__"
 
 // Batch holds the result of one Poll (or TryReset): the ready agents and the status of each
 // sub-environment that reported. The caller owns it and reuses it from step to step; BaseEnv

@@ -339,7 +339,8 @@ func safeRender(r Renderer) (v any, err error) {
 func (t *table) report(s *slot, dst *Batch) {
 	out := &s.out
 	all := out.AllTerminated || out.AllTruncated
-	dst.Envs = append(dst.Envs, EnvStatus{Env: s.index, Terminated: out.AllTerminated, Truncated: out.AllTruncated, Reset: s.wasReset})
+	dst.Envs = append(dst.Envs, EnvStatus{Env: s.index, Terminated: out.AllTerminated, Truncated: out.AllTruncated, Reset: s.wasReset,
+		Info: out.Info})
 	set := &t.sets[s.index]
 	set.exp = set.exp[:0]
 	for j := range out.Agents {
@@ -347,7 +348,7 @@ func (t *table) report(s *slot, dst *Batch) {
 		term, trunc := a.Terminated || out.AllTerminated, a.Truncated || out.AllTruncated
 		o := dst.AddAgent()
 		o.Env, o.Agent, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info = s.index, a.ID, a.Obs, a.Reward, term, trunc, a.Info
-		if !term && !trunc {
+		if !term && !trunc && a.Obs != nil { // a reward without an observation does not act
 			set.exp = append(set.exp, expect{id: a.ID, space: s.space(a.ID)})
 		}
 	}

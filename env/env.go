@@ -164,12 +164,15 @@ const DefaultAgentID AgentID = "agent0"
 type AgentStep struct {
 	ID AgentID
 	// Obs is the agent's observation in the raw layout of its observation space. Its storage
-	// belongs to the MultiAgentStep and is reused by the next Clear/Add.
+	// belongs to the MultiAgentStep and is reused by the next Clear/Add. It is nil for a
+	// reward without an observation (AddReward).
 	Obs        []float32
 	Reward     float64
 	Terminated bool
 	Truncated  bool
 	Info       Info
+
+	buf []float32 // the observation storage of an entry made by AddReward (Obs is nil)
 }
 
 // MultiAgentStep collects what a multi-agent environment reports on one reset or step: the
@@ -182,7 +185,8 @@ type MultiAgentStep struct {
 	// truncateds["__all__"]: either ends the episode for every agent.
 	AllTerminated bool
 	AllTruncated  bool
-	// Info holds episode-wide info, or nil.
+	// Info holds episode-wide info (RLlib's infos["__common__"]), or nil; the adapters report
+	// it as EnvStatus.Info.
 	Info Info
 }
 
@@ -205,11 +209,33 @@ func (m *MultiAgentStep) Add(id AgentID, obsSize int) *AgentStep {
 	}
 	a := &m.Agents[n]
 	obs := a.Obs
+	if obs == nil {
+		obs = a.buf
+	}
 	if cap(obs) < obsSize {
 		obs = make([]float32, obsSize)
 	}
 	*a = AgentStep{ID: id, Obs: obs[:obsSize]}
 	return a
+}
+
+// AddReward appends a reward for agent id without an observation (RLlib's rewards dict may
+// name agents that are not in the observations): the agent does not act next, and the reward
+// is added to its next transition (or to the final row the runner makes for it when the
+// episode ends before it observes again). The entry's Obs is nil.
+func (m *MultiAgentStep) AddReward(id AgentID, reward float64) {
+	n := len(m.Agents)
+	if n < cap(m.Agents) {
+		m.Agents = m.Agents[:n+1]
+	} else {
+		m.Agents = append(m.Agents, AgentStep{})
+	}
+	a := &m.Agents[n]
+	buf := a.Obs
+	if buf == nil {
+		buf = a.buf
+	}
+	*a = AgentStep{ID: id, Reward: reward, buf: buf} // the buffer is kept for a later Add
 }
 
 // Find returns the entry for agent id, or nil.

@@ -55,7 +55,9 @@ type SampleBatch struct {
 
 	// RNN state columns (empty for a model without state): the state going into the step
 	// that chose the row's action, the state coming out of it, and the length of each
-	// sequence (a chunk of one agent episode, at most MaxSeqLen rows).
+	// sequence (a chunk of one agent episode, at most MaxSeqLen rows). StateIn has a row per
+	// row of the batch, not RLlib's one per sequence (see the package documentation);
+	// SequenceStateIn gives RLlib's.
 	StateIn  [][]float32
 	StateOut [][]float32
 	SeqLens  []int32
@@ -94,6 +96,19 @@ func (b *SampleBatch) setLayout(obsW, actW, distW int, stateW []int, act spaces.
 
 // Row returns the values of row i of a flat column of width w.
 func Row(col []float32, w, i int) []float32 { return col[i*w : (i+1)*w] }
+
+// SequenceStateIn appends to dst the rows of state_in_k at the start of each sequence of
+// SeqLens, one per sequence, and returns it: RLlib's state_in_k column (its view requirement
+// keeps the state going into a sequence only, batch_repeat_value = max_seq_len).
+func (b *SampleBatch) SequenceStateIn(k int, dst []float32) []float32 {
+	w := b.StateWidths[k]
+	i := 0
+	for _, l := range b.SeqLens {
+		dst = append(dst, b.StateIn[k][i*w:(i+1)*w]...)
+		i += int(l)
+	}
+	return dst
+}
 
 // Validate checks that every column has Count rows of its width (or is empty where a column
 // is optional) and that SeqLens add up to Count.

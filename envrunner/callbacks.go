@@ -8,7 +8,9 @@ package envrunner
 type Callbacks = any
 
 // EpisodeCreatedCallback: OnEpisodeCreated is called when the runner makes the episode
-// object for a sub-environment, before OnEpisodeStart.
+// object for a sub-environment: before it resets the sub-environment for that episode (before
+// the first Poll for the first episodes), as RLlib's on_episode_created. The episode has its
+// ID, EnvID and Worker; OnEpisodeStart follows with its first observations.
 type EpisodeCreatedCallback interface {
 	OnEpisodeCreated(r *Runner, ep *Episode)
 }
@@ -26,8 +28,9 @@ type EpisodeStepCallback interface {
 	OnEpisodeStep(r *Runner, ep *Episode)
 }
 
-// EpisodeEndCallback: OnEpisodeEnd is called when the episode ended (not for faulty
-// episodes), before its metrics are recorded: CustomMetrics set here are reported.
+// EpisodeEndCallback: OnEpisodeEnd is called when the episode ended, before its metrics are
+// recorded: CustomMetrics set here are reported. A faulty episode (its sub-environment
+// failed) comes with Episode.Err set, as RLlib passes the exception to on_episode_end.
 type EpisodeEndCallback interface {
 	OnEpisodeEnd(r *Runner, ep *Episode)
 }

@@ -66,6 +66,10 @@ func (t *trace) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
 }
 
 func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
+	if ep.Err != nil { // the last values of a faulty episode are the failed step's (see Episode.Err)
+		t.log = append(t.log, fmt.Sprintf("faulty %d %d %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.Err))
+		return
+	}
 	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v %v %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID),
 		ep.LastObservation(env.DefaultAgentID), ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
@@ -85,7 +89,7 @@ type columnarCase struct {
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
 // columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
 // must be the same. Each runs with callbacks (OnEpisodeStep: the columnar runner takes every
-// row on its general path) and without (its fast path, colStat and colRun).
+// row on its general path) and without (its fast path: agentRec.fast and the column run).
 func TestColumnarMatchesPollSend(t *testing.T) {
 	needORT(t)
 	mlp := bundledPolicy(t, "cartpole_mlp")

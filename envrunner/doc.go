@@ -21,19 +21,63 @@
 // the same (a test runs both protocols side by side and compares batches, metrics and
 // callbacks).
 //
+// # Episodes and callbacks
+//
+// A sub-environment's next episode is made, and OnEpisodeCreated called, before the runner
+// resets the sub-environment (before the first Poll for the first episodes), as RLlib's
+// create_episode; OnEpisodeStart follows once its first observations are in, after the
+// runner asked an env.EpisodeIDer (once) for the episode's Episode.ExternalID. Episode-wide
+// info (env.EnvStatus.Info, RLlib's "__common__") is Episode.LastInfo(env.CommonAgentID),
+// replaced by every step. An episode whose sub-environment failed (env.EnvStatus.Err) is
+// faulty: OnEpisodeEnd sees it with Episode.Err set (RLlib passes the exception), its
+// RolloutMetrics are marked Faulty (episode_faulty) and its data is dropped; a reset that
+// failed before an episode could start only adds a Faulty RolloutMetrics, as in RLlib.
+//
+// An action the environment took itself is reported with the observation it was taken at
+// (env.AgentObs.OffPolicyAction, RLlib's off_policy_actions) and recorded as that row's
+// action; the agent connectors that keep past actions, and Episode.LastAction, see it too.
+// The row's action_dist_inputs, action_logp and vf_preds stay the policy's outputs at that
+// observation (action_logp is the log-probability of the action the policy sampled and sent,
+// which the environment ignored), as RLlib buffers the logged action beside the policy's
+// extra outputs; an off-policy learner that needs the logged action's probability computes
+// it from action_dist_inputs.
+//
+// When a sub-environment ends an episode for all agents ("__all__"), an agent that was not
+// in that last step (it acted and waits for its next observation) gets a final row: its last
+// observation repeated as new_obs, the rewards reported for it since, terminated (so GAE
+// does not bootstrap it), as RLlib fakes a final observation for it (RLlib's is all zeros with
+// reward 0: repeating the last one keeps new_obs in the observation space, and the rewards
+// reported without an observation are not lost). A reward reported without an observation
+// (env.AgentObs with Obs nil) is added to the agent's next transition.
+//
 // # Sample batches
 //
 // Each agent's trajectory is kept as it grows (RLlib's agent collector) and moved into its
 // policy's SampleBatch when a fragment is cut (TruncateEpisodes: every FragmentLength*NumEnvs
 // steps, counted by env or agent steps, the running episodes are cut and continue in the next
-// batch) or when its episode ends (CompleteEpisodes). Columns: obs and new_obs (the
+// batch) or when its episode ends (CompleteEpisodes). Counted by env steps, a truncated
+// batch holds exactly FragmentLength*NumEnvs env steps, as RLlib's, also when one runner
+// step brings more (asynchronous environments, ExternalEnv clients): the transitions past the
+// target go to the next batch. Counted by agent steps, the agents of one env step stay in one
+// batch, which may pass the target by that step's other agents (RLlib does not hold
+// agent_steps batches to it either). Columns: obs and new_obs (the
 // observations as the model sees them, after the agent connectors), actions (as the policy
 // chose them, before unsquash and clip, or the environment's off-policy action),
 // rewards, terminateds, truncateds, eps_id, env_id, agent_index, t, action_dist_inputs,
-// action_logp, vf_preds, state_in_N/state_out_N and seq_lens for recurrent policies, and
+// action_logp, vf_preds, state_in_N/state_out_N and seq_lens (sequences of at most
+// Config.MaxSeqLen rows, 20 by default as RLlib's max_seq_len) for recurrent policies, and
 // advantages and value_targets with GAE (bootstrapped with the value of the last
 // observation when the chunk does not end with a termination). Episodes of a failed
 // sub-environment (faulty) and episodes with training disabled leave nothing in the batches.
+//
+// One deliberate difference from RLlib: state_in_N has a row per row of the batch, where
+// RLlib's view requirement keeps only the state going into each sequence (one row per
+// seq_lens entry). Every column of a batch then has one row per step, which the per-row
+// formats need (the Parquet and Arrow tables of envrunner/output and arrowbatch, readers
+// that take a JSON batch row by row), and the state of any step stays at hand for
+// re-running the model from it; RLlib's column is SampleBatch.SequenceStateIn (the rows at
+// the sequence starts), the same values, since a sequence starts at a chunk's first row and
+// every MaxSeqLen rows after it.
 //
 // Sample (or Ready and Take) hands a fragment over in a caller-owned MultiAgentBatch whose
 // buffers are reused: passing the same batch back allocates nothing in steady state.
@@ -60,8 +104,8 @@
 // # Metrics
 //
 // Metrics returns a RolloutMetrics per finished episode (length, return, per-agent returns,
-// the callbacks' custom metrics); Counters the totals (env and agent steps, episodes, faulty
-// episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
+// the callbacks' custom metrics; faulty ones marked Faulty, for summaries to leave out);
+// Counters the totals (env and agent steps, episodes, faulty episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
 // raw observation processing, inference, action processing, env wait and env render, as
 // RLlib's sampler perf stats. The runner warns once when one agent buffers more than
 // max(1000, 10*FragmentLength) observations, and once when the environment steps over 1000

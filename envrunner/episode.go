@@ -40,6 +40,18 @@ type Episode struct {
 	// TrainingEnabled is false for an episode whose data is left out of the sample batches
 	// (an ExternalEnv episode started with training disabled).
 	TrainingEnabled bool
+	// ExternalID is the id the environment gives the episode (env.EpisodeIDer: an
+	// ExternalEnv's episode id), asked once when the episode starts; "" when it has none.
+	ExternalID string
+	// Err is the error of the episode's sub-environment when the episode is faulty (the
+	// sub-environment failed: env.EnvStatus.Err), set before OnEpisodeEnd (RLlib passes the
+	// exception to on_episode_end); nil for an episode that ended normally. The Last*
+	// methods of a faulty episode may show what the failed step left behind.
+	Err error
+
+	common env.Info // the episode-wide info of the last step (env.EnvStatus.Info)
+	byAll  bool     // ended by the sub-environment's episode-wide flags ("__all__")
+	over   bool     // its transitions of the current step belong to the next fragment (see stepDone)
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -82,8 +94,13 @@ func (e *Episode) LastObservation(agent env.AgentID) []float32 {
 	return a.lastObs
 }
 
-// LastInfo returns the info the environment reported with the agent's last observation.
+// LastInfo returns the info the environment reported with the agent's last observation; for
+// env.CommonAgentID, the episode-wide info of the sub-environment's last step (RLlib's
+// last_info_for("__common__")), nil when that step had none.
 func (e *Episode) LastInfo(agent env.AgentID) env.Info {
+	if agent == env.CommonAgentID {
+		return e.common
+	}
 	a := e.agent(agent)
 	switch {
 	case a == nil:
@@ -106,8 +123,9 @@ func (e *Episode) LastReward(agent env.AgentID) float64 {
 	return a.lastReward
 }
 
-// LastAction returns the agent's last action as sent to the environment (nil before its
-// first action), valid during the callback that asks.
+// LastAction returns the agent's last action (nil before its first action), valid during the
+// callback that asks: the action sent to the environment, or the one the environment took
+// itself where it reported one (env.AgentObs.OffPolicyAction), as the batch records it.
 func (e *Episode) LastAction(agent env.AgentID) []float32 {
 	a := e.agent(agent)
 	switch {
@@ -167,6 +185,11 @@ type RolloutMetrics struct {
 	EpisodeID     int64
 	EpisodeLength int
 	EpisodeReturn float64
+	// Faulty marks an episode whose sub-environment failed (RLlib's episode_faulty): its
+	// length and return are as far as it got, and summaries leave it out, as RLlib's
+	// summarize_episodes does. A reset that failed before an episode could start is reported
+	// as a Faulty entry with EpisodeID 0.
+	Faulty bool
 	// AgentReturns is nil for an episode with one agent.
 	AgentReturns []AgentReward
 	// CustomMetrics is nil when the callbacks set none.
@@ -201,11 +224,18 @@ type agentRec struct {
 	// inCol: the last observation, info and reward are row envID of col (and so is the
 	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
 	inCol bool
+	// fast: the agent's next row of the columns may take the columnar protocol's fast path
+	// (markFast).
+	fast bool
 	// end: the flags (flagTerminated | flagTruncated) of transition n-1, the only one that can
 	// end the episode (the trajectory rows have no flags of their own).
 	end uint8
-	n   int       // complete transitions
-	tr  []float32 // trajectory rows since the last cut (trajLayout.stride values each)
+	// logged: the environment took its own action at the last observation (offBuf holds it;
+	// env.AgentObs.OffPolicyAction), which the row and the agent connectors record instead of
+	// the policy's.
+	logged bool
+	n      int       // complete transitions
+	tr     []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
 	col        *env.Columns // the runner's columns, for a record of a columnar runner
 	lastObs    []float32
@@ -220,8 +250,16 @@ type agentRec struct {
 
 	final   []float32 // a copy of the final observation (storage kept across reuse)
 	lastBuf []float32 // a copy of the last action (storage kept across reuse)
+	offBuf  []float32 // a copy of the logged action (see logged)
+	// carry: rewards reported without an observation (env.AgentObs with Obs nil), added to
+	// the agent's next transition.
+	carry float64
+	// cutAt, when positive, is 1 + the number of complete transitions that belong to the
+	// fragment being built: the later ones came in the step that filled it (stepDone) and go
+	// to the next one.
+	cutAt int32
 
-	_ [16]byte // to a multiple of 64 bytes
+	_ [44]byte // to a multiple of 64 bytes
 }
 
 // Flags of a record's last transition (agentRec.end).
@@ -263,6 +301,15 @@ func newTrajLayout(p *policy) trajLayout {
 		l.stateOut = append(l.stateOut, next(w))
 	}
 	return l
+}
+
+// rowAction returns the action to record for the agent's last observation: the logged one
+// where the environment took its own, else act (the policy's).
+func (a *agentRec) rowAction(act []float32) []float32 {
+	if a.logged {
+		return a.offBuf
+	}
+	return act
 }
 
 // rows returns the number of observation rows kept.
@@ -307,12 +354,26 @@ func (a *agentRec) clearTrajectory() {
 // keepLast drops the complete transitions 0..n-1, keeping the last observation row (and its
 // pending action), which becomes row 0.
 func (a *agentRec) keepLast() {
-	s := a.pol.lay.stride
-	k := len(a.tr)/s - 1
-	if k < 0 {
+	a.dropFirst(a.n)
+}
+
+// dropFirst drops the first k complete transitions (0 <= k <= n): their rows go, and row k
+// becomes row 0. With k == n the last observation row is kept, as keepLast says.
+func (a *agentRec) dropFirst(k int) {
+	if k < a.n {
+		s := a.pol.lay.stride
+		n := copy(a.tr, a.tr[k*s:])
+		a.tr = a.tr[:n]
+		a.t0 += int32(k)
+		a.n -= k
 		return
 	}
-	copy(a.tr[:s], a.tr[k*s:])
+	s := a.pol.lay.stride
+	last := len(a.tr)/s - 1
+	if last < 0 {
+		return
+	}
+	copy(a.tr[:s], a.tr[last*s:])
 	a.tr = a.tr[:s]
 	// Its transition's reward is not known yet: it is written when the transition
 	// completes (cleared here for a record that never completes it).

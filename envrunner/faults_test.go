@@ -11,50 +11,31 @@ import (
 	"github.com/onnxrl/sampler/envrunner"
 )
 
-// faultTracker tells faulty episodes from the callbacks: an episode that was followed by
-// another one in its sub-environment and never ended is faulty (the next episode starts in
-// the step the previous one ends, before its OnEpisodeEnd, so this is decided at the end).
-// It records the number of the fragment during whose sampling the next episode started: the
-// fault was found then.
+// faultTracker tells faulty episodes from the callbacks: OnEpisodeEnd sees them with Err
+// set. It records the number of the fragment during whose sampling each ended: the fault was
+// found then.
 type faultTracker struct {
-	current  map[env.EnvID]int64
-	ended    map[int64]bool
-	followed map[int64]int // episode -> fragment in which the next one started
-	samples  int
+	faults  map[int64]int // faulty episode -> fragment in which it ended
+	samples int
 }
 
-func newFaultTracker() *faultTracker {
-	return &faultTracker{current: map[env.EnvID]int64{}, ended: map[int64]bool{}, followed: map[int64]int{}}
-}
-
-func (f *faultTracker) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episode) {
-	if prev, ok := f.current[ep.EnvID]; ok {
-		f.followed[prev] = f.samples
-	}
-	f.current[ep.EnvID] = ep.ID
-}
+func newFaultTracker() *faultTracker { return &faultTracker{faults: map[int64]int{}} }
 
 func (f *faultTracker) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
-	f.ended[ep.ID] = true
+	if ep.Err != nil {
+		f.faults[ep.ID] = f.samples
+	}
 }
 
 func (f *faultTracker) OnSampleResult(*envrunner.Runner, *envrunner.MultiAgentBatch) { f.samples++ }
 
 // faulty returns the faulty episodes with the fragment in which each fault was found.
-func (f *faultTracker) faulty() map[int64]int {
-	out := map[int64]int{}
-	for id, at := range f.followed {
-		if !f.ended[id] {
-			out[id] = at
-		}
-	}
-	return out
-}
+func (f *faultTracker) faulty() map[int64]int { return f.faults }
 
 // TestFaultyEpisodes: sub-environments that fail in Step (p_error) are restarted; their
 // episodes are counted as faulty, leave no rows (complete_episodes: none at all;
-// truncate_episodes: none after the fault, earlier fragments already went out), have no
-// metrics, and sampling goes on.
+// truncate_episodes: none after the fault, earlier fragments already went out), reach
+// OnEpisodeEnd with Err, have metrics marked Faulty, and sampling goes on.
 func TestFaultyEpisodes(t *testing.T) {
 	for _, mode := range []string{envrunner.CompleteEpisodes, envrunner.TruncateEpisodes} {
 		t.Run(mode, func(t *testing.T) {
@@ -87,12 +68,17 @@ func TestFaultyEpisodes(t *testing.T) {
 			}
 			ms := r.Metrics(nil)
 			require.NotEmpty(t, ms)
+			flagged := 0
 			for _, m := range ms {
 				_, bad := faulty[m.EpisodeID]
-				assert.False(t, bad, "metrics of faulty episode %d", m.EpisodeID)
+				assert.Equal(t, bad, m.Faulty, "metrics of episode %d", m.EpisodeID)
+				if m.Faulty {
+					flagged++
+				}
 				assert.Equal(t, float64(m.EpisodeLength), m.EpisodeReturn)
 			}
-			assert.Equal(t, int64(len(ms)), c.Episodes)
+			assert.Equal(t, len(faulty), flagged)
+			assert.Equal(t, int64(len(ms)-flagged), c.Episodes)
 		})
 	}
 }
@@ -100,7 +86,7 @@ func TestFaultyEpisodes(t *testing.T) {
 // TestResetFailure: a sub-environment whose reset fails (every second reset of an instance)
 // is restarted and reset again in the next step. The episode that ended before the failed
 // reset is complete: it keeps its rows and its metrics; the failed reset counts as a faulty
-// episode, as in RLlib.
+// episode, with a Faulty metrics entry and no OnEpisodeEnd (no episode started), as in RLlib.
 func TestResetFailure(t *testing.T) {
 	const life = 5
 	be := makeEnv(t, "RandomEnv", env.Config{"fail_at_reset": 2, "episode_len": life, "reward": 1}, envOpts{numEnvs: 2, seed: 1, restart: true})
@@ -119,7 +105,16 @@ func TestResetFailure(t *testing.T) {
 		total += b.Count
 	}
 	assert.Empty(t, ft.faulty(), "every episode that was followed by another ended")
-	ms := r.Metrics(nil)
+	var ms []envrunner.RolloutMetrics
+	failed := 0
+	for _, m := range r.Metrics(nil) {
+		if m.Faulty {
+			failed++
+			assert.Zero(t, m.EpisodeID, "a reset that failed has no episode")
+			continue
+		}
+		ms = append(ms, m)
+	}
 	require.NotEmpty(t, ms)
 	for _, m := range ms {
 		assert.Equal(t, life, m.EpisodeLength)
@@ -127,6 +122,7 @@ func TestResetFailure(t *testing.T) {
 	}
 	c := r.Counters()
 	assert.Equal(t, int64(len(ms)), c.Episodes)
+	assert.Equal(t, int64(failed), c.FaultyEpisodes)
 	assert.Equal(t, c.Episodes, c.FaultyEpisodes, "one failed reset after every episode")
 	assert.Equal(t, int64(total), c.EnvSteps)
 	assert.Equal(t, c.EnvSteps, c.AgentSteps)

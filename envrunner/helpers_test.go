@@ -252,29 +252,38 @@ func randomPolicies(ids ...envrunner.PolicyID) map[envrunner.PolicyID]envrunner.
 }
 
 // pushingEnv makes sub-environment 0 of a CartPole BaseEnv push right on every step,
-// whatever the policy chose, and reports that action with the next observation
+// whatever the policy chose, and reports that action with the observation it is taken at
 // (OffPolicyAction): its episodes terminate within a few dozen steps however good the
 // policy is, so the tests see terminations.
 type pushingEnv struct {
 	env.BaseEnv
-	acts   []env.Action
-	pushed bool
+	acts []env.Action
 }
 
 var pushRight = []float32{1}
 
 func pushing(be env.BaseEnv) env.BaseEnv { return &pushingEnv{BaseEnv: be} }
 
-func (p *pushingEnv) Poll(dst *env.Batch) error {
-	from := len(dst.Agents)
-	err := p.BaseEnv.Poll(dst)
+func (p *pushingEnv) mark(dst *env.Batch, from int) {
 	for i := from; i < len(dst.Agents); i++ {
-		if a := &dst.Agents[i]; a.Env == 0 && p.pushed {
+		if a := &dst.Agents[i]; a.Env == 0 && !a.Terminated && !a.Truncated {
 			a.OffPolicyAction = pushRight
 		}
 	}
-	p.pushed = false
+}
+
+func (p *pushingEnv) Poll(dst *env.Batch) error {
+	from := len(dst.Agents)
+	err := p.BaseEnv.Poll(dst)
+	p.mark(dst, from)
 	return err
+}
+
+func (p *pushingEnv) TryReset(e env.EnvID, seed env.Seed, dst *env.Batch) (bool, error) {
+	from := len(dst.Agents)
+	async, err := p.BaseEnv.TryReset(e, seed, dst)
+	p.mark(dst, from)
+	return async, err
 }
 
 func (p *pushingEnv) SendActions(actions []env.Action) error {
@@ -282,7 +291,6 @@ func (p *pushingEnv) SendActions(actions []env.Action) error {
 	for i := range p.acts {
 		if p.acts[i].Env == 0 {
 			p.acts[i].Action = pushRight
-			p.pushed = true
 		}
 	}
 	return p.BaseEnv.SendActions(p.acts)

@@ -2,7 +2,6 @@ package envrunner_test
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,22 +20,21 @@ type offKey struct {
 func keyOf(e int, obs []float32) offKey { return offKey{e, fmt.Sprint(obs)} }
 
 // steeringEnv wraps a single-agent BaseEnv with Discrete(2) actions like an external
-// simulator that sometimes acts on its own: on every third step of each sub-environment it
-// sends the opposite of the runner's action and reports it with the next observation as
-// OffPolicyAction (ExternalEnv's log_action); and every third episode of each
-// sub-environment starts with training disabled.
+// simulator that sometimes acts on its own: at every third observation of each
+// sub-environment it takes its own action (alternately 0 and 1), reports it with that
+// observation as OffPolicyAction (ExternalEnv's log_action) and sends it instead of the
+// runner's; and every third episode of each sub-environment starts with training disabled.
 type steeringEnv struct {
 	env.BaseEnv
-	steps, resets map[env.EnvID]int
-	last          map[env.EnvID][]float32 // the last observation of each sub-environment
-	pending       map[env.EnvID][]float32 // an own action to report with the next observation
-	taken         map[offKey]float32      // own actions by the observation they were taken at
-	buf           []env.Action
+	seen, resets, own map[env.EnvID]int
+	pending           map[env.EnvID][]float32 // the own action of the last observation
+	taken             map[offKey]float32      // own actions by the observation they were taken at
+	buf               []env.Action
 }
 
 func newSteeringEnv(inner env.BaseEnv) *steeringEnv {
-	return &steeringEnv{BaseEnv: inner, steps: map[env.EnvID]int{}, resets: map[env.EnvID]int{},
-		last: map[env.EnvID][]float32{}, pending: map[env.EnvID][]float32{}, taken: map[offKey]float32{}}
+	return &steeringEnv{BaseEnv: inner, seen: map[env.EnvID]int{}, resets: map[env.EnvID]int{}, own: map[env.EnvID]int{},
+		pending: map[env.EnvID][]float32{}, taken: map[offKey]float32{}}
 }
 
 func (s *steeringEnv) mark(dst *env.Batch, agents, envs int) {
@@ -49,11 +47,18 @@ func (s *steeringEnv) mark(dst *env.Batch, agents, envs int) {
 	}
 	for i := agents; i < len(dst.Agents); i++ {
 		a := &dst.Agents[i]
-		if p := s.pending[a.Env]; p != nil {
-			a.OffPolicyAction = p
-			delete(s.pending, a.Env)
+		delete(s.pending, a.Env)
+		if a.Terminated || a.Truncated {
+			continue
 		}
-		s.last[a.Env] = slices.Clone(a.Obs)
+		s.seen[a.Env]++
+		if s.seen[a.Env]%3 == 1 {
+			s.own[a.Env]++
+			own := []float32{float32(s.own[a.Env] % 2)}
+			a.OffPolicyAction = own
+			s.pending[a.Env] = own
+			s.taken[keyOf(a.Env, a.Obs)] = own[0]
+		}
 	}
 }
 
@@ -76,11 +81,7 @@ func (s *steeringEnv) SendActions(actions []env.Action) error {
 	s.buf = append(s.buf[:0], actions...)
 	for i := range s.buf {
 		a := &s.buf[i]
-		s.steps[a.Env]++
-		if s.steps[a.Env]%3 == 1 {
-			own := []float32{1 - a.Action[0]}
-			s.taken[keyOf(a.Env, s.last[a.Env])] = own[0]
-			s.pending[a.Env] = own
+		if own := s.pending[a.Env]; own != nil {
 			a.Action = own
 		}
 	}

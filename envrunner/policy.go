@@ -42,11 +42,12 @@ type row struct {
 	reward float64
 }
 
-// colRun is a run of rows k..k+m-1 of the columns queued for a policy by addColumns (rows of
-// sub-environments on the fast path, in order), without a row each: the agents are colRec's,
-// the observations the column's rows. The policy's rows are the run's followed by infer's;
-// spell writes the run out as rows where a path needs them.
-type colRun struct{ k, m int }
+// columnRun is a run of rows first..first+n-1 of the columns queued for a policy by
+// addColumns (rows of sub-environments on the fast path, in order), without a row each: the
+// agents are the columnar protocol's recs, the observations the column's rows. The policy's
+// rows are the run's followed by infer's; expandRun writes the run out as rows where a path
+// needs them.
+type columnRun struct{ first, n int }
 
 // policy is one policy of a runner: its connectors, session and per-step rows.
 type policy struct {
@@ -69,20 +70,22 @@ type policy struct {
 	copies            bool // the agent connectors copy the raw observation as it is
 	records           bool // an agent connector keeps past actions
 
-	infer     []row // rows that go through the model, after those of run
-	run       colRun
-	spare     []row // spell's
-	inferDone int   // infer rows that are final observations
-	plain     []row // final observations that need no model run
-	slots     []int
-	free      []int
-	next      int
-	rowBuf    []float32 // a random policy's processed observation rows; also scratch
-	rows0     int       // trajectory rows a new record has room for (a fragment's worth)
-	lay       trajLayout
-	large     int       // trajectory values one agent may buffer before the large-batch warning
-	actRnd    []float32 // a random policy's actions
-	pool      []*agentRec
+	// chooseActions computes the actions of the step's rows (infer and run), chosen in New (pickAct).
+	chooseActions func(p *policy)
+	infer         []row // rows that go through the model, after those of run
+	run           columnRun
+	spare         []row // expandRun's
+	inferFinals   int   // infer rows that are final observations
+	finals        []row // final observations that need no model run
+	slots         []int
+	free          []int
+	next          int
+	rowBuf        []float32 // a random policy's processed observation rows; also scratch
+	rows0         int       // trajectory rows a new record has room for (a fragment's worth)
+	lay           trajLayout
+	large         int       // trajectory values one agent may buffer before the large-batch warning
+	actRnd        []float32 // a random policy's actions
+	pool          []*agentRec
 }
 
 func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
@@ -227,7 +230,7 @@ func (p *policy) newRec() *agentRec {
 
 func (p *policy) putRec(a *agentRec) {
 	a.clearTrajectory()
-	a.ep, a.lastObs, a.lastInfo, a.lastAct = nil, nil, nil, nil
+	a.ep, a.lastObs, a.lastInfo, a.lastAct, a.fast = nil, nil, nil, nil, false
 	a.id = ""
 	p.pool = append(p.pool, a)
 }

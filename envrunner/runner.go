@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/onnxrl/sampler/env"
-	"github.com/onnxrl/sampler/internal/grow"
 )
 
 // Batch modes (RLlib's batch_mode).
@@ -107,14 +106,16 @@ type Runner struct {
 	collect  bool
 
 	episodes []*Episode // by env id; nil where none runs
+	next     []*Episode // by env id: the episode made before the sub-environment's reset (not started)
+	idr      env.EpisodeIDer
+	polled   bool // the first Poll ran
 	epPool   []*Episode
 	ending   []*Episode
 	touched  []*Episode
 	resets   []env.EnvID // sub-environments to reset in this step
 	retry    []env.EnvID // resets that failed (restarted) and are tried again next step
 	batch    env.Batch
-	actions  []env.Action
-	actBuf   []float32
+	proto    envProtocol // chosen in New
 	listed   []*agentRec // records with data since the last cut (truncate mode)
 	out      MultiAgentBatch
 	rewards  []AgentReward
@@ -133,21 +134,14 @@ type Runner struct {
 	progress                       progress
 	closed                         bool
 
-	// The columnar protocol (columnar.go); ce is nil when the general one is used.
-	ce   env.Columnar
-	cols env.Columns
-	sent int // actions written to cols.Actions in the current step
-	// colRec[e] is the agent record of sub-environment e's episode, when it was looked up.
-	colRec []*agentRec
-	// colStat[e] is sub-environment e's fast-path state (colStat).
-	colStat []colStat
-
-	stepped int // env steps of this step counted by take (episodes of one agent)
+	stepped int  // env steps of this step counted by observe (episodes of one agent)
+	counted int  // env steps of this step counted so far (all episodes; see stepDone)
+	exact   bool // truncate_episodes counted by env steps: fragments are cut at exactly target
 
 	runHook func() error // tests: called after each successful model run; an error fails it
 
-	// warm keeps the loads of warm alive (its value means nothing).
-	warm uint32
+	// prefetched keeps the loads of prefetchTrajectory alive (its value means nothing).
+	prefetched uint32
 
 	stepCB bool // OnEpisodeStep is called (cb.step != nil)
 }
@@ -198,6 +192,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
 		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
 		byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}
+	r.exact = !r.complete && !r.byAgent && r.collect
 	r.perf.ema = cfg.PerfEMA
 	if r.log == nil {
 		r.log = slog.Default()
@@ -237,7 +232,12 @@ func New(cfg Config) (*Runner, error) {
 	for _, p := range r.policies {
 		p.large = r.largeRows() * p.lay.stride
 	}
-	r.useColumns()
+	r.proto = r.pickProtocol()
+	r.idr, _ = cfg.Env.(env.EpisodeIDer)
+	col, _ := r.proto.(*columnProtocol)
+	for _, p := range r.policies {
+		p.chooseActions = r.pickAct(p, col)
+	}
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
 	return r, nil
@@ -329,45 +329,6 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 	}
 }
 
-// cut emits the complete transitions of every listed record into r.out and keeps, of the
-// running ones, the last observation and pending action.
-func (r *Runner) cut() {
-	r.out.EnvSteps += r.sinceCutEnv
-	keep := r.listed[:0]
-	for i, a := range r.listed {
-		if i+1 < len(r.listed) {
-			r.warm ^= warm(r.listed[i+1].tr)
-		}
-		r.emit(a)
-		if a.ep == nil { // its episode ended: the record is finished
-			a.listed = false
-			a.pol.putRec(a)
-			continue
-		}
-		a.keepLast()
-		if a.rows() > 0 {
-			keep = append(keep, a)
-		} else {
-			a.listed = false
-		}
-	}
-	clear(r.listed[len(keep):])
-	r.listed = keep
-	r.sinceCutEnv, r.sinceCutAgent = 0, 0
-}
-
-// warm loads one value of every cache line of tr and returns their bits combined. Run over
-// the next record's trajectory before a record is emitted, it fetches those rows (cold after a
-// fragment's worth of steps) in one burst of independent loads, many in flight at once,
-// rather than one stream at the pace of emit's reads.
-func warm(tr []float32) uint32 {
-	var x uint32
-	for i := 0; i < len(tr); i += 16 {
-		x ^= math.Float32bits(tr[i])
-	}
-	return x
-}
-
 // Step runs one step: poll, agent connectors, one inference per policy over its ready
 // agents, action connectors, send actions; episodes that ended are finished and their
 // sub-environments reset.
@@ -379,14 +340,17 @@ func (r *Runner) Step() error {
 		return r.mapErr
 	}
 	r.batch.Clear()
-	t0 := time.Now()
-	var ready []env.EnvID
-	var err error
-	if r.ce != nil {
-		ready, err = r.ce.PollColumns(&r.batch)
-	} else {
-		err = r.env.Poll(&r.batch)
+	r.counted = 0
+	if !r.polled {
+		// The first Poll resets every sub-environment: their episodes are made first, as
+		// before every later reset (RLlib creates them before its first poll).
+		r.polled = true
+		for e := range r.cfg.NumEnvs {
+			r.createEpisode(e)
+		}
 	}
+	t0 := time.Now()
+	err := r.proto.poll()
 	t1 := time.Now()
 	wait := t1.Sub(t0)
 	if err != nil {
@@ -399,8 +363,12 @@ func (r *Runner) Step() error {
 	for i := range nAgents {
 		r.addRow(&r.batch.Agents[i])
 	}
-	r.addColumns(ready)
-	cols := len(ready) // sub-environments taken in through the columnar protocol
+	cols := r.proto.takeReady() // rows taken in outside the batch (columns)
+	for _, ep := range r.ending {
+		if ep.byAll {
+			r.finalRows(ep)
+		}
+	}
 	envSteps := r.stepped
 	r.stepped = 0
 	for _, ep := range r.touched {
@@ -424,23 +392,14 @@ func (r *Runner) Step() error {
 	// actions in this step. A synchronous reset appends to the batch.
 	for k := 0; k < len(r.resets); k++ {
 		e := r.resets[k]
-		ne := len(r.batch.Envs)
+		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
 		tr := time.Now()
-		var ok bool
-		if r.ce != nil {
-			ok, err = r.ce.ResetColumns(e, env.Seed{}, &r.batch)
-		} else {
-			_, err = r.env.TryReset(e, env.Seed{}, &r.batch)
-		}
+		n, err := r.proto.reset(e)
 		wait += time.Since(tr)
 		if err != nil {
 			return fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
 		}
-		r.statuses(ne)
-		if ok {
-			r.addColumn(e)
-			cols++
-		}
+		cols += n
 	}
 	for i := nAgents; i < len(r.batch.Agents); i++ {
 		r.addRow(&r.batch.Agents[i])
@@ -472,15 +431,8 @@ func (r *Runner) Step() error {
 		}
 	}
 	t3 := time.Now()
-	switch {
-	case r.ce != nil && r.sent > 0:
-		err = r.ce.StepColumns()
-	case len(r.actions) > 0:
-		err = r.env.SendActions(r.actions)
-	}
+	err = r.proto.flush()
 	wait += time.Since(t3)
-	clear(r.actions)
-	r.actions = r.actions[:0]
 	r.perf.add(phEnvWait, wait)
 	r.perf.endStep()
 	if err != nil {
@@ -516,230 +468,4 @@ func (r *Runner) warnLarge(a *agentRec) {
 		"in multi-agent environments rollout_fragment_length counts environment steps, not the steps of "+
 		"one agent, and batch_mode %s waits for episodes to end", limit, r.cfg.BatchMode),
 		"worker", r.cfg.Worker, "episode", a.epsID, "agent", a.id)
-}
-
-// statuses handles the sub-environment statuses of the batch from index from on: faults,
-// episode ends (the env goes on the reset list) and episode starts.
-func (r *Runner) statuses(from int) {
-	for i := from; i < len(r.batch.Envs); i++ {
-		st := &r.batch.Envs[i]
-		r.syncCol(st.Env)
-		ep := r.episodeAt(st.Env)
-		switch {
-		case st.Err != nil:
-			if ep != nil && !ep.ended {
-				r.fault(ep)
-			} else {
-				// A reset failed: the episode that ended before it is whole and finishes
-				// as usual; the one that could not start counts as faulty (as in RLlib).
-				r.faulty++
-			}
-			r.resets = append(r.resets, st.Env)
-			if from > 0 { // the reset itself failed: try again next step
-				r.resets = r.resets[:len(r.resets)-1]
-				r.retry = append(r.retry, st.Env)
-			}
-			continue
-		case st.Reset:
-			if ep != nil && !ep.ended {
-				// A new episode without the old one ending (an external simulator that
-				// started over): the old one ends as it stands.
-				ep.ended = true
-				r.ending = append(r.ending, ep)
-				r.endEpisode(ep)
-			}
-			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
-		}
-		if ep != nil && (st.Terminated || st.Truncated) && !ep.ended {
-			ep.ended = true
-			r.ending = append(r.ending, ep)
-			r.resets = append(r.resets, st.Env)
-		}
-	}
-}
-
-func (r *Runner) episodeAt(e env.EnvID) *Episode {
-	if e < 0 || e >= len(r.episodes) {
-		return nil
-	}
-	return r.episodes[e]
-}
-
-// startEpisode makes the episode running in sub-environment e.
-func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
-	r.syncCol(e)
-	for e >= len(r.episodes) {
-		r.episodes = append(r.episodes, nil)
-	}
-	var ep *Episode
-	if n := len(r.epPool); n > 0 {
-		ep = r.epPool[n-1]
-		r.epPool = r.epPool[:n-1]
-	} else {
-		ep = &Episode{}
-	}
-	if ep.CustomMetrics == nil || ep.UserData == nil { // callbacks write into them, as in RLlib
-		ep.CustomMetrics, ep.UserData = map[string]float64{}, map[string]any{}
-	}
-	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
-	ep.extra = r.cfg.MaxEpisodes > 0 && r.started >= r.cfg.MaxEpisodes
-	if !ep.extra {
-		r.started++
-	}
-	ep.TrainingEnabled = training && !ep.extra
-	r.episodes[e] = ep
-	if r.cb.created != nil {
-		r.cb.created.OnEpisodeCreated(r, ep)
-	}
-	if r.cb.start != nil {
-		r.cb.start.OnEpisodeStart(r, ep)
-	}
-	return ep
-}
-
-// addRow takes in one polled agent: completes its pending transition and queues its
-// observation for its policy.
-func (r *Runner) addRow(o *env.AgentObs) {
-	r.syncCol(o.Env)
-	ep := r.episodeAt(o.Env)
-	if ep == nil || (ep.ended && !r.isEnding(ep)) {
-		ep = r.startEpisode(o.Env, true)
-	}
-	a := ep.agent(o.Agent)
-	if a == nil {
-		if a = r.newAgent(ep, o.Agent); a == nil {
-			return // an unknown policy: Step reports r.mapErr
-		}
-	} else if a.done {
-		return // a done agent reported again; nothing to do
-	}
-	r.take(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction, false)
-}
-
-// newAgent makes the record of an agent that appears in the episode, or returns nil and
-// sets r.mapErr when PolicyMapping names a policy the runner does not have.
-func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
-	pid := r.mapping(id, ep)
-	p := r.byID[pid]
-	if p == nil {
-		if r.mapErr == nil {
-			ids := make([]PolicyID, len(r.policies))
-			for i, p := range r.policies {
-				ids[i] = p.id
-			}
-			r.mapErr = fmt.Errorf("envrunner: PolicyMapping(%q) returned %q, which is not one of the runner's policies %v", id, pid, ids)
-		}
-		return nil
-	}
-	a := p.newRec()
-	a.id, a.ep, a.index = id, ep, int32(len(ep.agents))
-	a.epsID, a.envID = ep.ID, int32(ep.EnvID)
-	a.slot = p.slot()
-	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
-	a.collect = r.collect && ep.TrainingEnabled
-	a.inCol, a.lastAct = false, nil
-	if r.ce != nil {
-		a.col = &r.cols
-	}
-	ep.addAgent(a)
-	return a
-}
-
-// take takes in an observation of the agent: completes its pending transition and queues
-// the observation for its policy.
-//
-// col says that obs, reward and info are the agent's row of the env's columns (addColumn):
-// the record then refers to the row instead of keeping them (except for a final observation,
-// whose row the reset reuses).
-func (r *Runner) take(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32, col bool) {
-	ep, p := a.ep, a.pol
-	done := terminated || truncated
-	if done {
-		// The final observation is read after this step's resets, which may reuse the
-		// environment's buffer it points into: keep a copy.
-		a.final = append(a.final[:0], obs...)
-		obs = a.final
-	}
-	if a.inCol = col && !done; !a.inCol {
-		a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
-	}
-	a.reward += reward
-	ep.TotalReward += reward
-	if a.pending {
-		a.pending = false
-		a.steps++
-		if !ep.extra {
-			r.totalAgentSteps++
-			r.sinceCutAgent++
-		}
-		switch {
-		case !r.stepCB && len(ep.agents) == 1:
-			// The episode's one agent stepped: the env step counts here, without the
-			// touched list (which exists to count a multi-agent step once).
-			ep.Length++
-			if !ep.extra {
-				r.stepped++
-			}
-		case !ep.stepped:
-			ep.stepped = true
-			r.touched = append(r.touched, ep)
-		}
-		if a.collect {
-			l := &p.lay
-			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
-			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
-			if offPolicy != nil && len(offPolicy) == p.actW {
-				copy(row[l.act:l.act+p.actW], offPolicy)
-			}
-			a.n++
-			a.prefetchRow()
-		}
-	}
-	a.done = done
-	// A final observation needs the model only for the value that bootstraps a truncated
-	// episode.
-	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !terminated) {
-		if done {
-			p.inferDone++
-		}
-		pushRow(&p.infer, a, obs, reward)
-	} else {
-		pushRow(&p.plain, a, obs, reward)
-	}
-}
-
-// doneFlags returns a record's end flags for a transition's terminated and truncated (0 for
-// one that does not end its episode).
-func doneFlags(terminated, truncated bool) uint8 {
-	var f uint8
-	if terminated {
-		f += flagTerminated
-	}
-	if truncated {
-		f += flagTruncated
-	}
-	return f
-}
-
-// pushRow appends a row, writing its fields in place (see grow.Zero).
-func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
-	ro := grow.Zero(rows)
-	ro.rec, ro.obs, ro.reward = a, obs, reward
-}
-
-func (r *Runner) isEnding(ep *Episode) bool {
-	for _, e := range r.ending {
-		if e == ep {
-			return true
-		}
-	}
-	return false
-}
-
-// keep makes sure the record is on the list of records with data.
-func (r *Runner) keep(a *agentRec) {
-	if !a.listed {
-		a.listed = true
-		r.listed = append(r.listed, a)
-	}
 }

@@ -85,8 +85,9 @@ func TestTrajectoryRowsFullyWritten(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer r.Close()
-				if (r.ce != nil) == (c.poll || c.envName == "MultiAgentCartPole") {
-					t.Fatalf("columnar runner: %v", r.ce != nil)
+				_, columnar := r.proto.(*columnProtocol)
+				if columnar == (c.poll || c.envName == "MultiAgentCartPole") {
+					t.Fatalf("columnar runner: %v", columnar)
 				}
 				var out []*MultiAgentBatch
 				for range 60 {

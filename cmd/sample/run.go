@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -483,6 +484,9 @@ func summarize(s *runSetup, elapsed time.Duration) runSummary {
 		EnvSteps: c.EnvSteps, AgentSteps: c.AgentSteps, FaultyEpisodes: c.FaultyEpisodes,
 		Seconds: elapsed.Seconds(), Perf: s.group.PerfStats()}
 	ms := s.group.Metrics(nil)
+	// Faulty episodes are counted (FaultyEpisodes) but left out of the summary, as RLlib's
+	// summarize_episodes does.
+	ms = slices.DeleteFunc(ms, func(m envrunner.RolloutMetrics) bool { return m.Faulty })
 	// With --episodes, exactly that many count (the runners stop starting episodes that
 	// count once their share started, so none is left out by its length).
 	if f.episodes > 0 && int64(len(ms)) > f.episodes {

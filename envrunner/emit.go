@@ -1,0 +1,189 @@
+package envrunner
+
+import (
+	"math"
+
+	"github.com/onnxrl/sampler/internal/grow"
+)
+
+// cut emits the complete transitions of every listed record into r.out and keeps, of the
+// running ones, the last observation and pending action. When the step that filled the
+// fragment went beyond it (stepDone), the transitions past the fragment's end stay for the
+// next cut, and so do their env steps.
+func (r *Runner) cut() {
+	left := 0 // env steps beyond the fragment
+	if r.exact && r.sinceCutEnv > r.target {
+		left = r.sinceCutEnv - r.target
+	}
+	r.out.EnvSteps += r.sinceCutEnv - left
+	leftAgent := 0
+	kept := r.listed[:0]
+	for i, a := range r.listed {
+		if i+1 < len(r.listed) {
+			r.prefetched ^= prefetchTrajectory(r.listed[i+1].tr)
+		}
+		k := a.n
+		if a.cutAt > 0 {
+			k = int(a.cutAt) - 1
+			a.cutAt = 0
+		}
+		r.emitFirst(a, k)
+		if a.ep == nil && k == a.n { // its episode ended: the record is finished
+			a.listed = false
+			a.pol.putRec(a)
+			continue
+		}
+		a.dropFirst(k)
+		leftAgent += a.n
+		if a.rows() > 0 {
+			kept = append(kept, a)
+		} else {
+			a.listed = false
+		}
+	}
+	clear(r.listed[len(kept):])
+	r.listed = kept
+	r.sinceCutEnv, r.sinceCutAgent = left, leftAgent
+}
+
+// prefetchTrajectory loads one value of every cache line of tr and returns their bits combined. Run over
+// the next record's trajectory before a record is emitted, it fetches those rows (cold after a
+// fragment's worth of steps) in one burst of independent loads, many in flight at once,
+// rather than one stream at the pace of emit's reads.
+func prefetchTrajectory(tr []float32) uint32 {
+	var x uint32
+	for i := 0; i < len(tr); i += 16 {
+		x ^= math.Float32bits(tr[i])
+	}
+	return x
+}
+
+// emit appends the record's complete transitions to its policy's batch in r.out, with GAE
+// when configured.
+func (r *Runner) emit(a *agentRec) { r.emitFirst(a, a.n) }
+
+// emitFirst is emit for the first n complete transitions only (n <= a.n): the end flags are
+// those of the last transition, when n is all of them; GAE bootstraps with the value of
+// observation n.
+func (r *Runner) emitFirst(a *agentRec, n int) {
+	if n == 0 || !a.collect {
+		return
+	}
+	p := a.pol
+	l := &p.lay
+	b := r.out.PolicyBatches[p.id]
+	w, aw, dw, s := p.obsW, p.actW, p.distW, l.stride
+	tr := a.tr[:(n+1)*s] // rows o_0..o_n: o_n is the last transition's new observation
+	obs, newObs, acts := grow.N(&b.Obs, n*w), grow.N(&b.NewObs, n*w), grow.N(&b.Actions, n*aw)
+	rews, terms, truncs := grow.N(&b.Rewards, n), grow.N(&b.Terminateds, n), grow.N(&b.Truncateds, n)
+	eps, envs, idx, ts := grow.N(&b.EpsID, n), grow.N(&b.EnvID, n), grow.N(&b.AgentIndex, n), grow.N(&b.T, n)
+	var dist, logp, vf []float32
+	model := !p.random
+	if model {
+		dist, logp = grow.N(&b.ActionDistInputs, n*dw), grow.N(&b.ActionLogp, n)
+	}
+	if p.hasValue {
+		vf = grow.N(&b.VfPreds, n)
+	}
+	// Column by column: each loop is a few instructions a row, and the record's rows (a few
+	// kilobytes) stay in L1 across the passes.
+	strided(obs, tr, s, w, n)
+	// new_obs is obs one row on: all but its last row are in the column just written.
+	copy(newObs, obs[w:])
+	copy(newObs[(n-1)*w:], tr[n*s:n*s+w])
+	strided(acts, tr[l.act:], s, aw, n)
+	strided(rews, tr[l.rew:], s, 1, n)
+	// Only the last transition can end the episode.
+	clear(terms)
+	clear(truncs)
+	if n == a.n {
+		terms[n-1], truncs[n-1] = a.end&flagTerminated != 0, a.end&flagTruncated != 0
+	}
+	fill(eps, a.epsID)
+	fill(envs, a.envID)
+	fill(idx, a.index)
+	for i := range ts {
+		ts[i] = a.t0 + int32(i)
+	}
+	if model {
+		strided(dist, tr[l.dist:], s, dw, n)
+		strided(logp, tr[l.logp:], s, 1, n)
+	}
+	if vf != nil {
+		strided(vf, tr[l.vf:], s, 1, n)
+	}
+	for k, sw := range p.stateW {
+		b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
+		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
+	}
+	if len(p.stateW) > 0 {
+		for rem := n; rem > 0; rem -= r.maxSeq {
+			b.SeqLens = append(b.SeqLens, int32(min(rem, r.maxSeq)))
+		}
+	}
+	if r.cfg.GAE != nil {
+		last := 0.0 // the value of o_n, which bootstraps the chunk unless it ends in a termination
+		if vf != nil && !terms[n-1] {
+			last = float64(tr[n*s+l.vf])
+		}
+		r.gae(b, rews, vf, last)
+	}
+	b.Count += n
+	r.out.AgentSteps += n
+}
+
+// strided sets dst to n rows of w values: row i is src[i*stride:][:w].
+func strided(dst, src []float32, stride, w, n int) {
+	if n == 0 {
+		return
+	}
+	_ = src[(n-1)*stride+w-1]
+	switch w {
+	case 1:
+		dst = dst[:n]
+		for i := range dst {
+			dst[i] = src[i*stride]
+		}
+	case 2:
+		dst = dst[:2*n]
+		for i := 0; i < n; i++ {
+			*(*[2]float32)(dst[2*i:]) = *(*[2]float32)(src[i*stride:])
+		}
+	case 4:
+		dst = dst[:4*n]
+		for i := 0; i < n; i++ {
+			*(*[4]float32)(dst[4*i:]) = *(*[4]float32)(src[i*stride:])
+		}
+	default:
+		for i := range n {
+			copy(dst[i*w:(i+1)*w], src[i*stride:i*stride+w])
+		}
+	}
+}
+
+// fill sets every element of dst to v.
+func fill[T any](dst []T, v T) {
+	for i := range dst {
+		dst[i] = v
+	}
+}
+
+// gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
+func gather(dst, src []float32, stride, off, w, n int) []float32 {
+	strided(grow.N(&dst, n*w), src[off:], stride, w, n)
+	return dst
+}
+
+// put copies src into the start of dst; the common widths as one array (no call).
+func put(dst, src []float32) {
+	switch len(src) {
+	case 1:
+		dst[0] = src[0]
+	case 2:
+		*(*[2]float32)(dst) = [2]float32(src)
+	case 4:
+		*(*[4]float32)(dst) = [4]float32(src)
+	default:
+		copy(dst, src)
+	}
+}

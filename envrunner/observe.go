@@ -1,0 +1,278 @@
+package envrunner
+
+import (
+	"fmt"
+
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/grow"
+)
+
+// statuses handles the sub-environment statuses of the batch from index from on: faults,
+// episode ends (the env goes on the reset list) and episode starts.
+func (r *Runner) statuses(from int) {
+	for i := from; i < len(r.batch.Envs); i++ {
+		st := &r.batch.Envs[i]
+		ep := r.episodeAt(st.Env)
+		switch {
+		case st.Err != nil:
+			if ep != nil && !ep.ended {
+				r.fault(ep, st.Err)
+			} else {
+				// A reset failed: the episode that ended before it is whole and finishes
+				// as usual; the one that could not start counts as faulty (as in RLlib,
+				// which reports a RolloutMetrics with episode_faulty and nothing else).
+				r.faulty++
+				r.metrics = append(r.metrics, RolloutMetrics{Worker: r.cfg.Worker, Faulty: true})
+			}
+			r.resets = append(r.resets, st.Env)
+			if from > 0 { // the reset itself failed: try again next step
+				r.resets = r.resets[:len(r.resets)-1]
+				r.retry = append(r.retry, st.Env)
+			}
+			continue
+		case st.Reset:
+			if ep != nil && !ep.ended {
+				// A new episode without the old one ending (an external simulator that
+				// started over): the old one ends as it stands.
+				ep.ended = true
+				r.ending = append(r.ending, ep)
+				r.endEpisode(ep)
+			}
+			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
+		}
+		if ep != nil && !ep.ended {
+			ep.common = st.Info // replaced by every step, as RLlib's set_last_info("__common__")
+		}
+		if ep != nil && (st.Terminated || st.Truncated) && !ep.ended {
+			ep.ended, ep.byAll = true, true
+			r.ending = append(r.ending, ep)
+			r.resets = append(r.resets, st.Env)
+		}
+	}
+}
+
+func (r *Runner) episodeAt(e env.EnvID) *Episode {
+	if e < 0 || e >= len(r.episodes) {
+		return nil
+	}
+	return r.episodes[e]
+}
+
+// addRow takes in one polled agent: completes its pending transition and queues its
+// observation for its policy.
+func (r *Runner) addRow(o *env.AgentObs) {
+	ep := r.episodeAt(o.Env)
+	if ep == nil || (ep.ended && !r.isEnding(ep)) {
+		ep = r.startEpisode(o.Env, true)
+	}
+	a := ep.agent(o.Agent)
+	if o.Obs == nil { // a reward without an observation, for an agent that has one
+		if a != nil && !a.done {
+			a.carry += o.Reward
+			if o.Terminated || o.Truncated {
+				r.finalRow(a)
+			}
+		}
+		return
+	}
+	if a == nil {
+		if a = r.newAgent(ep, o.Agent); a == nil {
+			return // an unknown policy: Step reports r.mapErr
+		}
+	} else if a.done {
+		return // a done agent reported again; nothing to do
+	}
+	r.observe(a, o.Obs, o.Reward, o.Terminated, o.Truncated, o.Info, o.OffPolicyAction, false)
+}
+
+// newAgent makes the record of an agent that appears in the episode, or returns nil and
+// sets r.mapErr when PolicyMapping names a policy the runner does not have.
+func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
+	pid := r.mapping(id, ep)
+	p := r.byID[pid]
+	if p == nil {
+		if r.mapErr == nil {
+			ids := make([]PolicyID, len(r.policies))
+			for i, p := range r.policies {
+				ids[i] = p.id
+			}
+			r.mapErr = fmt.Errorf("envrunner: PolicyMapping(%q) returned %q, which is not one of the runner's policies %v", id, pid, ids)
+		}
+		return nil
+	}
+	a := p.newRec()
+	a.id, a.ep, a.index = id, ep, int32(len(ep.agents))
+	a.epsID, a.envID = ep.ID, int32(ep.EnvID)
+	a.slot = p.slot()
+	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
+	a.collect = r.collect && ep.TrainingEnabled
+	a.inCol, a.lastAct, a.fast, a.col = false, nil, false, nil
+	ep.addAgent(a)
+	return a
+}
+
+// observe takes in an observation of the agent: completes its pending transition and queues
+// the observation for its policy.
+//
+// col says that obs, reward and info are the agent's row of the env's columns (addColumn):
+// the record then refers to the row instead of keeping them (except for a final observation,
+// whose row the reset reuses).
+func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32, col bool) {
+	ep, p := a.ep, a.pol
+	done := terminated || truncated
+	if done {
+		// The final observation is read after this step's resets, which may reuse the
+		// environment's buffer it points into: keep a copy.
+		a.final = append(a.final[:0], obs...)
+		obs = a.final
+	}
+	if a.inCol = col && !done; !a.inCol {
+		a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
+	}
+	// The environment's own action at this observation is the row's action (RLlib's
+	// off_policy_actions, reported with the observation they were taken at).
+	if a.logged = !done && len(offPolicy) == p.actW && offPolicy != nil; a.logged {
+		a.offBuf = append(a.offBuf[:0], offPolicy...)
+	}
+	if a.carry != 0 { // rewards reported without an observation since the last action
+		reward += a.carry
+		a.carry = 0
+	}
+	a.reward += reward
+	ep.TotalReward += reward
+	if a.pending {
+		a.pending = false
+		r.stepDone(a, ep)
+		if a.collect {
+			l := &p.lay
+			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
+			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
+			a.n++
+			a.prefetchRow()
+		}
+	}
+	a.done = done
+	// A final observation needs the model only for the value that bootstraps a truncated
+	// episode.
+	if !done || (a.collect && r.cfg.GAE != nil && p.hasValue && !terminated) {
+		if done {
+			p.inferFinals++
+		}
+		pushRow(&p.infer, a, obs, reward)
+	} else {
+		pushRow(&p.finals, a, obs, reward)
+	}
+}
+
+// stepDone counts the transition the agent completes in this step: an agent step, and an env
+// step when it is the episode's first in the step. In truncate_episodes mode counted by env
+// steps, the transitions of an env step beyond the fragment's FragmentLength*NumEnvs belong
+// to the next fragment (RLlib builds a truncated batch of exactly rollout_fragment_length
+// env steps): the record notes where its part of the fragment ends (cutAt), and cut splits
+// there.
+func (r *Runner) stepDone(a *agentRec, ep *Episode) {
+	a.steps++
+	if !ep.extra {
+		r.totalAgentSteps++
+		r.sinceCutAgent++
+	}
+	over := false
+	switch {
+	case !r.stepCB && len(ep.agents) == 1:
+		// The episode's one agent stepped: the env step counts here, without the touched
+		// list (which exists to count a multi-agent step once).
+		ep.Length++
+		if !ep.extra {
+			over = r.exact && r.sinceCutEnv+r.counted >= r.target
+			r.stepped++
+			r.counted++
+		}
+	case !ep.stepped:
+		ep.stepped = true
+		r.touched = append(r.touched, ep)
+		ep.over = false
+		if !ep.extra {
+			ep.over = r.exact && r.sinceCutEnv+r.counted >= r.target
+			r.counted++
+		}
+		over = ep.over
+	default:
+		over = ep.over
+	}
+	if over && a.collect && a.cutAt == 0 {
+		a.cutAt = int32(a.n) + 1
+	}
+}
+
+// finalRows gives the agents of an episode that ended for all agents ("__all__") but were
+// not in its last step their final rows (finalRow).
+func (r *Runner) finalRows(ep *Episode) {
+	for _, a := range ep.agents {
+		if !a.done && a.pending {
+			r.finalRow(a)
+		}
+	}
+}
+
+// finalRow ends an agent whose episode ended without a final observation of it: its pending
+// transition completes with the rewards reported for it since its last action and ends
+// terminated (GAE does not bootstrap it), with its last observation (as the model saw it)
+// repeated as the new observation, RLlib's fake final observation.
+func (r *Runner) finalRow(a *agentRec) {
+	ep, p := a.ep, a.pol
+	reward := a.carry
+	a.carry = 0
+	a.reward += reward
+	ep.TotalReward += reward
+	a.done = true
+	if !a.pending {
+		return
+	}
+	a.pending, a.logged = false, false
+	r.stepDone(a, ep)
+	if a.collect && a.rows() == a.n+1 {
+		s, w := p.lay.stride, p.obsW
+		a.tr[a.n*s+p.lay.rew], a.end = float32(reward), flagTerminated
+		a.n++
+		next := a.newRow()
+		copy(next[:w], a.tr[(a.n-1)*s:(a.n-1)*s+w])
+		clear(next[w:])
+		r.recorded(a)
+	}
+}
+
+// doneFlags returns a record's end flags for a transition's terminated and truncated (0 for
+// one that does not end its episode).
+func doneFlags(terminated, truncated bool) uint8 {
+	var f uint8
+	if terminated {
+		f += flagTerminated
+	}
+	if truncated {
+		f += flagTruncated
+	}
+	return f
+}
+
+// pushRow appends a row, writing its fields in place (see grow.Zero).
+func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
+	ro := grow.Zero(rows)
+	ro.rec, ro.obs, ro.reward = a, obs, reward
+}
+
+func (r *Runner) isEnding(ep *Episode) bool {
+	for _, e := range r.ending {
+		if e == ep {
+			return true
+		}
+	}
+	return false
+}
+
+// list makes sure the record is on the list of records with data.
+func (r *Runner) list(a *agentRec) {
+	if !a.listed {
+		a.listed = true
+		r.listed = append(r.listed, a)
+	}
+}

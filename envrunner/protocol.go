@@ -1,0 +1,100 @@
+package envrunner
+
+import (
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/grow"
+)
+
+// envProtocol is how the runner exchanges observations and actions with its environment.
+// New picks one, once: rowProtocol (Poll and SendActions, any BaseEnv) or columnProtocol
+// (env.Columnar's shared columns). Everything else (episodes, batches, metrics, callbacks)
+// is the same under both; TestColumnarMatchesPollSend holds them to the same results.
+type envProtocol interface {
+	// poll asks the environment for what is ready. Statuses and per-agent rows land in the
+	// runner's batch; rows the protocol keeps elsewhere wait for takeReady.
+	poll() error
+	// takeReady takes in the ready rows that poll did not put in the batch and returns
+	// their number.
+	takeReady() int
+	// reset resets sub-environment e (its episode ended), takes in its statuses and first
+	// observation, and returns the number of rows taken in outside the batch.
+	reset(e env.EnvID) (int, error)
+	// startActions prepares for a step's actions: need is the most values they may take.
+	startActions(need int)
+	// sendAction queues agent a's action (the slice is the action connectors' and valid
+	// only until the next model run).
+	sendAction(p *policy, a *agentRec, act []float32)
+	// flush sends the step's queued actions to the environment.
+	flush() error
+	// withdraw takes back the actions of policy p's rows in this step (its model run
+	// failed).
+	withdraw(p *policy)
+}
+
+// pickProtocol returns the columnar protocol when the environment offers it and every
+// policy's rows match its columns, and the row protocol otherwise.
+func (r *Runner) pickProtocol() envProtocol {
+	if c := newColumnProtocol(r); c != nil {
+		return c
+	}
+	return &rowProtocol{r: r}
+}
+
+// rowProtocol drives any BaseEnv through Poll and SendActions.
+type rowProtocol struct {
+	r       *Runner
+	actions []env.Action
+	values  []float32 // the actions' values, sized by startActions so they never move
+}
+
+func (p *rowProtocol) poll() error { return p.r.env.Poll(&p.r.batch) }
+
+func (p *rowProtocol) takeReady() int { return 0 }
+
+func (p *rowProtocol) reset(e env.EnvID) (int, error) {
+	ne := len(p.r.batch.Envs)
+	if _, err := p.r.env.TryReset(e, env.Seed{}, &p.r.batch); err != nil {
+		return 0, err
+	}
+	p.r.statuses(ne)
+	return 0, nil
+}
+
+func (p *rowProtocol) startActions(need int) {
+	if cap(p.values) < need {
+		p.values = make([]float32, 0, need+need/2)
+	}
+	p.values = p.values[:0]
+}
+
+func (p *rowProtocol) sendAction(pol *policy, a *agentRec, act []float32) {
+	off := len(p.values)
+	p.values = append(p.values, act...)
+	sent := p.values[off : off+pol.actW : off+pol.actW]
+	x := grow.Zero(&p.actions)
+	x.Env, x.Agent, x.Action = a.ep.EnvID, a.id, sent
+	// The values are refilled in the next step, before OnEpisodeEnd may ask for the last
+	// action: the record keeps a copy (of the logged action, where the environment took its
+	// own).
+	a.lastBuf = append(a.lastBuf[:0], a.rowAction(act)...)
+	a.lastAct = a.lastBuf
+	a.pending = true
+	if pol.records {
+		// The agent connectors see the action the batch records (RLlib's on_policy_output
+		// with action_to_buffer).
+		pol.agent.RecordAction(a.slot, a.lastAct)
+	}
+}
+
+func (p *rowProtocol) flush() error {
+	var err error
+	if len(p.actions) > 0 {
+		err = p.r.env.SendActions(p.actions)
+	}
+	clear(p.actions)
+	p.actions = p.actions[:0]
+	return err
+}
+
+// withdraw does nothing: no action of the step was sent, and the agents keep waiting.
+func (p *rowProtocol) withdraw(*policy) {}
