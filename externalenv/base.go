@@ -45,6 +45,12 @@ func (b *base) TryReset(id env.EnvID, _ env.Seed, _ *env.Batch) (bool, error) {
 	return b.c.tryReset(id)
 }
 
+// EpisodeID returns the id (StartEpisode's) of the episode running in sub-environment id,
+// or of the one that ended there last until the next one starts; "" when none ran there yet
+// or id is out of range. It is env.EpisodeIDer, for the sampler's goroutine (call it after
+// the Poll that reported the episode's first observation).
+func (b *base) EpisodeID(id env.EnvID) string { return b.c.episodeID(id) }
+
 // Stop releases everything: blocked Poll and GetAction calls return ErrStopped, as does every
 // later call, and the run loop's context is cancelled. It does not wait for the run loop.
 func (b *base) Stop() error { return b.c.stop() }

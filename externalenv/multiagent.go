@@ -31,6 +31,9 @@ type MultiAgentOptions struct {
 	MaxWait time.Duration
 	// IdlePoll: see Options.IdlePoll.
 	IdlePoll time.Duration
+	// MaxPendingLogs: see Options.MaxPendingLogs (a LogAction counts once, whatever its
+	// number of agents).
+	MaxPendingLogs int
 }
 
 // ExternalMultiAgentEnv is RLlib's ExternalMultiAgentEnv: ExternalEnv for a simulator whose
@@ -49,7 +52,7 @@ type ExternalMultiAgentEnv struct {
 func NewMultiAgent(opts MultiAgentOptions) (*ExternalMultiAgentEnv, error) {
 	c, err := newCore(coreOptions{obsSpace: opts.ObservationSpace, actSpace: opts.ActionSpace,
 		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait, idlePoll: opts.IdlePoll,
-		multi: true, defaultBatch: func(int) int { return 1024 }})
+		maxPendingLogs: opts.MaxPendingLogs, multi: true, defaultBatch: func(int) int { return 1024 }})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +220,8 @@ func (e *ExternalMultiAgentEnv) GetAction(ctx context.Context, id string, obs ma
 
 // LogAction reports the observations of episode id's agents with the actions they took
 // (RLlib's log_action): the sampler records these actions, not its own. actions holds one
-// action for each agent of obs that is not done. It does not wait.
+// action for each agent of obs that is not done. It waits for room as
+// ExternalEnv.LogAction does (Options.MaxPendingLogs).
 func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentID][]float32) error {
 	c := e.c
 	if err := c.checkObsMap(id, obs); err != nil {
@@ -235,10 +239,18 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 	if err != nil {
 		return err
 	}
+	if err := c.waitLogRoom(ep); err != nil {
+		ep.mu.Unlock()
+		return err
+	}
 	ev, err := c.multiEvent(ep, obs, actions, notDone)
 	if err != nil {
 		ep.mu.Unlock()
 		return err
+	}
+	if ev.open > 0 { // agents that act: the sampler answers it
+		ev.logAct = true
+		ep.logs.open++
 	}
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
@@ -253,8 +265,8 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 // if any, is its last (Terminated, no action); an agent marked done that is not in the
 // episode's next report (GetAction, LogAction or EndEpisode) ends in that report with its
 // last observation repeated. info maps agent ids to their info (an env.Info, or a
-// map[string]any as JSON decodes it), which replaces the info reported with the agent's next
-// observation. Rewards and infos of agents that have ended are dropped.
+// map[string]any as JSON decodes it), which replaces the agent's info, reported with each of
+// its later observations until replaced again (RLlib's cur_info). Rewards and infos of agents that have ended are dropped.
 func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) error {
 	for agent := range rewards {
 		if agent == "" {
