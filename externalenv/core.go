@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,9 @@ type episodeData struct {
 	wdSeq     uint64  // the waited-for event the watchdog saw last
 	wdSince   int64   // the watchdog's tick when it saw it first
 	logs      logWait // LogAction's back-pressure
+	calls     uint64  // simulator calls that found the episode (lock)
+	idleCalls uint64  // calls when TruncateIdle last saw a change
+	idleSince int64   // ... and when (UnixNano)
 }
 
 type obsRef struct {
@@ -159,6 +163,7 @@ type core struct {
 	maxWait            time.Duration
 	idlePoll           time.Duration
 	maxPendingLogs     int32
+	maxAgents          int
 	multi              bool
 
 	seed   maphash.Seed
@@ -204,6 +209,7 @@ type coreOptions struct {
 	maxWait            time.Duration
 	idlePoll           time.Duration
 	maxPendingLogs     int
+	maxAgents          int
 	multi              bool
 	defaultBatch       func(maxEpisodes int) int
 }
@@ -222,6 +228,12 @@ func newCore(o coreOptions) (*core, error) {
 		return nil, fmt.Errorf("externalenv: MaxConcurrentEpisodes %d, MaxBatch %d, MaxWait %v, IdlePoll %v and MaxPendingLogs %d must not be negative",
 			o.maxEpisodes, o.maxBatch, o.maxWait, o.idlePoll, o.maxPendingLogs)
 	}
+	if o.maxAgents < 0 {
+		return nil, fmt.Errorf("externalenv: MaxAgents %d must not be negative", o.maxAgents)
+	}
+	if o.maxAgents == 0 {
+		o.maxAgents = math.MaxInt
+	}
 	if o.maxPendingLogs == 0 {
 		o.maxPendingLogs = 1
 	}
@@ -239,13 +251,13 @@ func newCore(o coreOptions) (*core, error) {
 		obsSize: o.obsSpace.Size(), actSize: o.actSpace.Size(),
 		maxEpisodes: o.maxEpisodes, timeout: o.timeout,
 		maxBatch: o.maxBatch, maxWait: o.maxWait, idlePoll: o.idlePoll, multi: o.multi,
-		maxPendingLogs: int32(min(o.maxPendingLogs, 1<<30)),
-		seed:           maphash.MakeSeed(),
-		done:           map[string]struct{}{},
-		stopCh:         make(chan struct{}),
-		slots:          make([]*episode, o.maxEpisodes),
-		slotIDs:        make([]string, o.maxEpisodes),
-		free:           make([]int, 0, o.maxEpisodes),
+		maxPendingLogs: int32(min(o.maxPendingLogs, 1<<30)), maxAgents: o.maxAgents,
+		seed:    maphash.MakeSeed(),
+		done:    map[string]struct{}{},
+		stopCh:  make(chan struct{}),
+		slots:   make([]*episode, o.maxEpisodes),
+		slotIDs: make([]string, o.maxEpisodes),
+		free:    make([]int, 0, o.maxEpisodes),
 	}
 	n := 1
 	for n*episodesPerShard < o.maxEpisodes {

@@ -116,8 +116,8 @@ func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done en
 	ag := &ep.agents[i]
 	if obs == nil {
 		obs = ag.last
-	} else if c.multi {
-		ag.last = appendLines(ag.last[:0], obs)
+	} else {
+		ag.last = appendLines(ag.last[:0], obs) // the final observation of a truncation
 	}
 	ag.seen = true
 	en := entry{id: ag.id, agent: int32(i), reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}

@@ -12,13 +12,15 @@ import (
 	"github.com/onnxrl/sampler/externalenv"
 )
 
-// answer answers every observation of b with action 0 (the sampler's; dropped for logged
+// answer answers every observation of b that is not final with action 0 (the sampler's; dropped for logged
 // observations).
 func answer(tb testing.TB, e env.BaseEnv, b *env.Batch) {
 	tb.Helper()
-	acts := make([]env.Action, len(b.Agents))
-	for i, a := range b.Agents {
-		acts[i] = env.Action{Env: a.Env, Agent: a.Agent, Action: []float32{0}}
+	var acts []env.Action
+	for _, a := range b.Agents {
+		if !a.Terminated && !a.Truncated {
+			acts = append(acts, env.Action{Env: a.Env, Agent: a.Agent, Action: []float32{0}})
+		}
 	}
 	require.NoError(tb, e.SendActions(acts))
 }
