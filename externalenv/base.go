@@ -61,8 +61,9 @@ func (b *base) EpisodeID(id env.EnvID) string { return b.c.episodeID(id) }
 // those of the simulator's calls (ErrEpisodeNotFound, ErrEpisodeDone, ErrStopped).
 func (b *base) TruncateEpisode(id string) error { return b.c.truncateEpisode(id) }
 
-// TruncateAll truncates every running episode (see TruncateEpisode), as at a shutdown.
-func (b *base) TruncateAll() error { return b.c.truncateAll() }
+// TruncateAll truncates every running episode (see TruncateEpisode), as at a shutdown, and
+// returns how many reported an end (those that never observed end without one).
+func (b *base) TruncateAll() (int, error) { return b.c.truncateAll() }
 
 // TruncateIdle truncates (see TruncateEpisode) every running episode that has had no call
 // of the simulator for at least idle as of now, and none in progress (a GetAction waiting,

@@ -78,8 +78,8 @@ func (c *core) truncateEpisode(id string) error {
 	return nil
 }
 
-// finishTruncate truncates ep, locked, and unlocks it.
-func (c *core) finishTruncate(ep *episode) {
+// finishTruncate truncates ep, locked, unlocks it and reports whether it ended silently.
+func (c *core) finishTruncate(ep *episode) (silent bool) {
 	push, silent := c.truncate(ep)
 	ep.mu.Unlock()
 	c.forget(ep)
@@ -89,26 +89,30 @@ func (c *core) finishTruncate(ep *episode) {
 	if push {
 		c.ready.push(ep)
 	}
+	return silent
 }
 
 // truncateAll is TruncateAll (see base).
-func (c *core) truncateAll() error {
+func (c *core) truncateAll() (int, error) {
 	if c.stopped.Load() {
-		return ErrStopped
+		return 0, ErrStopped
 	}
 	var eps []*episode
 	for i := range c.shards {
 		c.shards[i].each(func(ep *episode) { eps = append(eps, ep) })
 	}
+	n := 0
 	for _, ep := range eps {
 		ep.mu.Lock()
 		if ep.ended.Load() {
 			ep.mu.Unlock()
 			continue
 		}
-		c.finishTruncate(ep)
+		if !c.finishTruncate(ep) {
+			n++
+		}
 	}
-	return nil
+	return n, nil
 }
 
 // truncateIdle is TruncateIdle (see base).

@@ -40,7 +40,9 @@ func TestTruncateEpisode(t *testing.T) {
 	require.NoError(t, m.LogReturns("m", map[env.AgentID]float64{"p": 1}, map[env.AgentID]bool{"q": true}, nil))
 	require.NoError(t, m.LogAction("m", obsMap{"p": o2(3), "q": o2(4)}, obsMap{"p": {0}})) // q's last
 	answer(t, m, maPoll(t, m))
-	require.NoError(t, m.TruncateAll())
+	n, err := m.TruncateAll()
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
 	b = maPoll(t, m)
 	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(3), Truncated: true}}, b.Agents) // q has ended
 	assert.Equal(t, 0, m.Running())

@@ -88,7 +88,10 @@
 //
 // The server is meant to face clients that misbehave. Episodes without a request for
 // Options.IdleTimeout (60 s) end as Close ends them (truncated, recorded, their slot freed;
-// sample_serve_episodes_expired_total). Bodies are bounded one by one (MaxBodyBytes) and
+// sample_serve_episodes_expired_total). The server keeps no copy of the episodes' state:
+// the ExternalEnv knows each agent's last observation and when the episode was last called
+// (externalenv's TruncateEpisode, TruncateIdle, TruncateAll), so an /action takes no lock
+// shared by all episodes. Bodies are bounded one by one (MaxBodyBytes) and
 // together (MaxBodiesInFlight). A panic in a request is a 500 and ends the request's episode;
 // a panic in the sampler stops it with a *PanicError, and Fail then reports the reason on
 // /healthz (503) while /v1/act goes on. Access keeps browsers out: only JSON bodies, an
