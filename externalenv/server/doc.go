@@ -25,8 +25,10 @@
 //
 // The episode endpoints are ExternalEnv's methods (see package externalenv for their
 // semantics): /action blocks until the sampler has answered; rewards logged with /returns
-// are summed into the next observation's transition; /log_action records the simulator's own
-// action. /v1/act is stateless batched inference for simulators that batch themselves: it
+// are summed into the next observation's transition, and an info stays until replaced;
+// /log_action records the simulator's own action, and waits while the episode's earlier
+// logged observation is not answered yet (back-pressure: externalenv's MaxPendingLogs; 504
+// after the env's timeout, the observation not recorded). /v1/act is stateless batched inference for simulators that batch themselves: it
 // records nothing, and runs on its own sessions (an Actor), not through the sampler;
 // "explore" overrides the server's default for one request. /end with "truncated": true ends
 // an episode cut short (EndEpisodeTruncated: the sampler bootstraps from the final
