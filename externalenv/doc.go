@@ -69,6 +69,16 @@
 // for ExternalMultiAgentEnv): it stays valid until the episode's next GetAction, which
 // reuses it, so that GetAction allocates nothing in steady state.
 //
+// # Ending episodes from outside
+//
+// A host that serves simulators it does not control (the policy server) gives up on
+// episodes without their simulator: TruncateEpisode ends one truncated with each agent's
+// last observation, TruncateIdle the ones without a call for a while, TruncateAll every
+// running one (at a shutdown). An episode that has not observed yet ends without a report.
+// The env keeps what that takes (each agent's last observation, a count of calls), so the
+// host keeps no copy of the episodes' state. MultiAgentOptions.MaxAgents bounds the agents of
+// an episode over its whole run (ErrTooManyAgents).
+//
 // # Performance
 //
 // The hot path takes no lock shared by all episodes: each call locks its own episode only,
