@@ -9,10 +9,10 @@ import (
 )
 
 // logWait is the back-pressure state of an episode's LogAction calls; guarded by episode.mu
-// except room, which answer signals while it holds episode.mu.
+// (answer signals room while it holds episode.mu).
 type logWait struct {
 	open    int32         // LogAction events queued or in flight, not answered yet
-	blocked bool          // a LogAction waits for room
+	waiters int32         // LogAction calls waiting for room
 	room    chan struct{} // capacity 1: a logged observation was answered
 	timer   *time.Timer   // reused across waits, so that a blocked LogAction allocates nothing
 }
@@ -31,20 +31,25 @@ func (c *core) waitLogRoom(ep *episode) error {
 	}
 	var expire <-chan time.Time
 	if c.timeout > 0 {
-		if lw.timer == nil {
-			lw.timer = time.NewTimer(c.timeout)
-		} else {
-			lw.timer.Reset(c.timeout) // Go 1.23 timers: no stale tick survives Reset
+		t := lw.timer
+		switch {
+		case lw.waiters > 0: // another call waits on the episode's timer (a rare case)
+			t = time.NewTimer(c.timeout)
+		case t == nil:
+			t = time.NewTimer(c.timeout)
+			lw.timer = t
+		default:
+			t.Reset(c.timeout) // Go 1.23 timers: no stale tick survives Reset
 		}
-		expire = lw.timer.C
-		defer lw.timer.Stop()
+		expire = t.C
+		defer t.Stop()
 	}
 	for lw.open >= c.maxPendingLogs {
-		select { // a signal left from an earlier wait: the count is checked under ep.mu
+		select { // a signal from before this count: no room, it is stale
 		case <-lw.room:
 		default:
 		}
-		lw.blocked = true
+		lw.waiters++
 		ep.mu.Unlock()
 		var err error
 		select {
@@ -56,12 +61,18 @@ func (c *core) waitLogRoom(ep *episode) error {
 				ErrTimeout, c.timeout, ep.id, c.maxPendingLogs)
 		}
 		ep.mu.Lock()
-		lw.blocked = false
+		lw.waiters--
 		if err != nil {
 			return err
 		}
 		if ep.ended.Load() {
 			return fmt.Errorf("%w: %q", ErrEpisodeDone, ep.id)
+		}
+	}
+	if lw.waiters > 0 && lw.open+1 < c.maxPendingLogs { // room for another after this one
+		select {
+		case lw.room <- struct{}{}:
+		default:
 		}
 	}
 	return nil
@@ -72,7 +83,7 @@ func (c *core) waitLogRoom(ep *episode) error {
 func (ep *episode) logAnswered() {
 	lw := &ep.logs
 	lw.open--
-	if lw.blocked {
+	if lw.waiters > 0 {
 		select {
 		case lw.room <- struct{}{}:
 		default:

@@ -206,3 +206,37 @@ func TestLogActionBackPressureGivesUp(t *testing.T) {
 	require.NoError(t, e.Stop())
 	assert.ErrorIs(t, <-done, externalenv.ErrStopped)
 }
+
+// TestLogActionBackPressureConcurrent: several goroutines logging on one episode all get
+// room in turn (none is left waiting while there is room), and every observation arrives
+// exactly once.
+func TestLogActionBackPressureConcurrent(t *testing.T) {
+	e := newEnv(t, externalenv.Options{MaxPendingLogs: 2, Timeout: -1})
+	_, err := e.StartEpisode("a", true)
+	require.NoError(t, err)
+	const producers, each = 3, 20
+	errs := make(chan error, producers)
+	for p := range producers {
+		go func() {
+			for i := range each {
+				if err := e.LogAction("a", obsOf(float32(p*100+i)/1000), []float32{float32(p % 2)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	seen := map[float32]bool{}
+	for len(seen) < producers*each {
+		b := poll(t, e)
+		require.Len(t, b.Agents, 1)
+		v := b.Agents[0].Obs[0]
+		require.False(t, seen[v], "observation %v twice", v)
+		seen[v] = true
+		answer(t, e, b)
+	}
+	for range producers {
+		require.NoError(t, <-errs)
+	}
+}

@@ -130,7 +130,7 @@ func (c *core) truncateIdle(idle time.Duration, now time.Time) int {
 		ep.mu.Lock()
 		switch {
 		case ep.ended.Load():
-		case ep.calls != ep.idleCalls || ep.waiting.Load() || ep.logs.blocked || ep.head != nil || ep.inFlight != nil:
+		case ep.calls != ep.idleCalls || ep.waiting.Load() || ep.logs.waiters > 0 || ep.head != nil || ep.inFlight != nil:
 			ep.idleCalls, ep.idleSince = ep.calls, t // a call since the last look, or one in progress
 		case time.Duration(t-ep.idleSince) >= idle:
 			c.finishTruncate(ep)
