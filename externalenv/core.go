@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ type eventData struct {
 	end     endKind   // the episode's last report
 	waiter  bool      // a GetAction caller waits for the answers
 	ignored bool      // the GetAction caller gave up: the answers are dropped
+	logAct  bool      // a LogAction's, counted in episode.logs until answered
 	one     [1]entry  // ents of a single-agent event
 	inline  [16]float32
 	logged  []float32
@@ -72,8 +74,7 @@ type eventData struct {
 	tk      int32   // ... at the episode's index in it
 }
 
-// agentState is one agent of an episode. All fields are guarded by episode.mu; the off*
-// fields are the runner's (Poll).
+// agentState is one agent of an episode. All fields are guarded by episode.mu.
 type agentState struct {
 	id     env.AgentID
 	reward float64 // logged since its last queued observation
@@ -82,10 +83,6 @@ type agentState struct {
 	gone   bool // its last observation is queued: it takes no further part
 	seen   bool
 	last   []float32 // its last queued observation (multi-agent: the final one of a done agent)
-
-	off    [2][]float32 // logged actions, alternating so that a reported one stays valid
-	offCur int
-	offSet bool // off[offCur] waits for the agent's next reported observation
 }
 
 // episode is one running episode. Fields are guarded by mu, except the atomics, the
@@ -100,18 +97,17 @@ type episodeData struct {
 	// sampler touch for every observation comes first, the answer's line after it.
 
 	// Line 0: the lock and the event queue.
-	mu         sync.Mutex
-	queued     bool // in the ready ring or stack, or on the runner's pending list
-	training   bool
-	started    bool        // the runner's: its first observation was reported
-	ended      atomic.Bool // EndEpisode was called (set under mu)
-	slot       int32       // the runner's: sub-environment, -1 until its first observation is reported
-	offPending int32       // agents whose logged action waits for their next reported observation
-	head       *event      // queued events, not reported yet
-	tail       *event
-	inFlight   *event // reported, waiting for SendActions
-	last       *event // reported by an earlier Poll: recycled when the next one is reported
-	free       *event
+	mu       sync.Mutex
+	queued   bool // in the ready ring or stack, or on the runner's pending list
+	training bool
+	started  bool        // the runner's: its first observation was reported
+	ended    atomic.Bool // EndEpisode was called (set under mu)
+	slot     int32       // the runner's: sub-environment, -1 until its first observation is reported
+	head     *event      // queued events, not reported yet
+	tail     *event
+	inFlight *event // reported, waiting for SendActions
+	last     *event // reported by an earlier Poll: recycled when the next one is reported
+	free     *event
 
 	// Line 1: what a call and Poll look up.
 	id        string
@@ -136,8 +132,12 @@ type episodeData struct {
 	ids       []env.AgentID             // multi-agent: the agents answered, by reply index
 	actions   map[env.AgentID][]float32 // multi-agent: GetAction's result, reused
 	scratch   []obsRef
-	wdSeq     uint64 // the waited-for event the watchdog saw last
-	wdSince   int64  // the watchdog's tick when it saw it first
+	wdSeq     uint64  // the waited-for event the watchdog saw last
+	wdSince   int64   // the watchdog's tick when it saw it first
+	logs      logWait // LogAction's back-pressure
+	calls     uint64  // simulator calls that found the episode (lock)
+	idleCalls uint64  // calls when TruncateIdle last saw a change
+	idleSince int64   // ... and when (UnixNano)
 }
 
 type obsRef struct {
@@ -162,6 +162,8 @@ type core struct {
 	maxBatch           int
 	maxWait            time.Duration
 	idlePoll           time.Duration
+	maxPendingLogs     int32
+	maxAgents          int
 	multi              bool
 
 	seed   maphash.Seed
@@ -189,6 +191,7 @@ type core struct {
 	pending   []*episode // taken from the stack, not reported yet, oldest first
 	later     []*episode // to report from the next Poll on
 	slots     []*episode // by sub-environment
+	slotIDs   []string   // by sub-environment: the id of the episode that runs or ran last there
 	free      []int      // free slots (stack)
 	freeLater []int      // slots whose end was reported in the last Poll
 	expect    int        // answers SendActions owes
@@ -205,6 +208,8 @@ type coreOptions struct {
 	maxBatch           int
 	maxWait            time.Duration
 	idlePoll           time.Duration
+	maxPendingLogs     int
+	maxAgents          int
 	multi              bool
 	defaultBatch       func(maxEpisodes int) int
 }
@@ -219,9 +224,18 @@ func newCore(o coreOptions) (*core, error) {
 	if err := o.actSpace.Validate(); err != nil {
 		return nil, fmt.Errorf("externalenv: action space: %w", err)
 	}
-	if o.maxEpisodes < 0 || o.maxBatch < 0 || o.maxWait < 0 || o.idlePoll < 0 {
-		return nil, fmt.Errorf("externalenv: MaxConcurrentEpisodes %d, MaxBatch %d, MaxWait %v and IdlePoll %v must not be negative",
-			o.maxEpisodes, o.maxBatch, o.maxWait, o.idlePoll)
+	if o.maxEpisodes < 0 || o.maxBatch < 0 || o.maxWait < 0 || o.idlePoll < 0 || o.maxPendingLogs < 0 {
+		return nil, fmt.Errorf("externalenv: MaxConcurrentEpisodes %d, MaxBatch %d, MaxWait %v, IdlePoll %v and MaxPendingLogs %d must not be negative",
+			o.maxEpisodes, o.maxBatch, o.maxWait, o.idlePoll, o.maxPendingLogs)
+	}
+	if o.maxAgents < 0 {
+		return nil, fmt.Errorf("externalenv: MaxAgents %d must not be negative", o.maxAgents)
+	}
+	if o.maxAgents == 0 {
+		o.maxAgents = math.MaxInt
+	}
+	if o.maxPendingLogs == 0 {
+		o.maxPendingLogs = 1
 	}
 	if o.maxEpisodes == 0 {
 		o.maxEpisodes = 100
@@ -237,11 +251,13 @@ func newCore(o coreOptions) (*core, error) {
 		obsSize: o.obsSpace.Size(), actSize: o.actSpace.Size(),
 		maxEpisodes: o.maxEpisodes, timeout: o.timeout,
 		maxBatch: o.maxBatch, maxWait: o.maxWait, idlePoll: o.idlePoll, multi: o.multi,
-		seed:   maphash.MakeSeed(),
-		done:   map[string]struct{}{},
-		stopCh: make(chan struct{}),
-		slots:  make([]*episode, o.maxEpisodes),
-		free:   make([]int, 0, o.maxEpisodes),
+		maxPendingLogs: int32(min(o.maxPendingLogs, 1<<30)), maxAgents: o.maxAgents,
+		seed:    maphash.MakeSeed(),
+		done:    map[string]struct{}{},
+		stopCh:  make(chan struct{}),
+		slots:   make([]*episode, o.maxEpisodes),
+		slotIDs: make([]string, o.maxEpisodes),
+		free:    make([]int, 0, o.maxEpisodes),
 	}
 	n := 1
 	for n*episodesPerShard < o.maxEpisodes {

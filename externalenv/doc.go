@@ -31,12 +31,26 @@
 // on). Poll reports one env.AgentObs (agent env.DefaultAgentID) per pending observation, at
 // most one per episode and step: the first observation of an episode comes with
 // EnvStatus{Reset: true, TrainingDisabled: !trainingEnabled}; Reward is the sum of the
-// LogReturns since the episode's previous observation; EndEpisode's observation is
-// Terminated (EnvStatus.Terminated too). A LogAction observation is reported like a GetAction
-// one (the sampler's action for it is dropped), and the logged action comes as
-// OffPolicyAction with the episode's next observation, which is where the runner records a
-// transition's action. TryReset is a no-op returning async=true: the next StartEpisode brings
-// the next episode.
+// LogReturns since the episode's previous observation, and Info the last info given to
+// LogReturns, which stays until another replaces it (RLlib's cur_info); EndEpisode's
+// observation is Terminated (EnvStatus.Terminated too). A LogAction observation is reported
+// like a GetAction one, with the logged action as its OffPolicyAction (RLlib's contract: the
+// action comes with the observation it was taken at, so the first of an episode is kept);
+// the sampler's action for it is dropped. EpisodeID (env.EpisodeIDer) gives the id of the
+// episode of a sub-environment. TryReset is a no-op returning async=true: the next
+// StartEpisode brings the next episode.
+//
+// # Back-pressure
+//
+// LogAction does not wait for the sampler's answer while fewer than MaxPendingLogs (default
+// 1) logged observations of its episode wait for one; beyond that it blocks until the
+// sampler answers one, so a simulator that logs faster than the sampler polls is held back
+// instead of filling an unbounded queue. It gives up with ErrTimeout after Timeout, and
+// ErrStopped after Stop, recording nothing (log it again). RLlib's log_action bounds the same
+// thing more tightly: each call waits for its own observation to be answered (a round trip
+// to the sampler per logged step). We deliberately let the call return once it is queued, so
+// that the simulator steps while the sampler works, and hold it at the next LogAction; the
+// bound on what waits per episode is the same with the default of 1.
 //
 // # Errors and lifetimes
 //
@@ -54,6 +68,16 @@
 // until the next Poll. GetAction returns the episode's own answer buffer (a map and slices
 // for ExternalMultiAgentEnv): it stays valid until the episode's next GetAction, which
 // reuses it, so that GetAction allocates nothing in steady state.
+//
+// # Ending episodes from outside
+//
+// A host that serves simulators it does not control (the policy server) gives up on
+// episodes without their simulator: TruncateEpisode ends one truncated with each agent's
+// last observation, TruncateIdle the ones without a call for a while, TruncateAll every
+// running one (at a shutdown). An episode that has not observed yet ends without a report.
+// The env keeps what that takes (each agent's last observation, a count of calls), so the
+// host keeps no copy of the episodes' state. MultiAgentOptions.MaxAgents bounds the agents of
+// an episode over its whole run (ErrTooManyAgents).
 //
 // # Performance
 //
@@ -80,10 +104,11 @@
 // Poll reports one env.AgentObs per agent of a call (AgentID = the map key), in the order of
 // the agent ids, all in one Poll; MaxBatch counts agent observations. Rewards are summed per
 // agent until that agent's next observation; a logged action is reported as the agent's
-// OffPolicyAction with its next observation. LogReturns' dones mark agents done: the
+// OffPolicyAction with the observation it was taken at. LogReturns' dones mark agents done: the
 // agent's next observation is its last (Terminated, no action); an agent marked done that
 // does not appear in the episode's next call (GetAction, LogAction or EndEpisode) ends there
-// with its last observation repeated. LogReturns' info maps agent ids to their infos.
+// with its last observation repeated. LogReturns' info maps agent ids to their infos,
+// each kept until replaced.
 // EndEpisode ends every agent that took part and has not ended, those missing from its
 // observations with their last observation repeated, and the episode (EnvStatus.Terminated
 // or, with EndEpisodeTruncated, Truncated, agents marked done staying Terminated).

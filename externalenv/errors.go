@@ -17,6 +17,8 @@ var (
 	ErrEpisodeBusy = errors.New("externalenv: episode already waits for an action")
 	// ErrTooManyEpisodes: StartEpisode beyond Options.MaxConcurrentEpisodes.
 	ErrTooManyEpisodes = errors.New("externalenv: too many concurrent episodes")
+	// ErrTooManyAgents: a multi-agent episode would have more than MaxAgents agents.
+	ErrTooManyAgents = errors.New("externalenv: too many agents in the episode")
 	// ErrTimeout: GetAction waited longer than Options.Timeout for the sampler.
 	ErrTimeout = errors.New("externalenv: timed out waiting for an action")
 	// ErrBadObservation is wrapped by the error for an observation outside the space.

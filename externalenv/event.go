@@ -111,17 +111,17 @@ func (ep *episode) recycle(ev *event) {
 }
 
 // add appends agent i's observation obs (nil: repeat its last one) to ev, with the reward and
-// info logged since its last observation and its own logged action (or nil); ep.mu is held.
+// agent's current info (given to LogReturns, kept until replaced) and its own logged action (or nil); ep.mu is held.
 func (c *core) add(ep *episode, ev *event, i int, obs, logged []float32, done endKind) {
 	ag := &ep.agents[i]
 	if obs == nil {
 		obs = ag.last
-	} else if c.multi {
-		ag.last = appendLines(ag.last[:0], obs)
+	} else {
+		ag.last = appendLines(ag.last[:0], obs) // the final observation of a truncation
 	}
 	ag.seen = true
 	en := entry{id: ag.id, agent: int32(i), reward: ag.reward, info: ag.info, done: done, reply: -1, logged: -1}
-	ag.reward, ag.info = 0, nil
+	ag.reward = 0 // the info stays until replaced (RLlib's cur_info)
 	if done != notDone {
 		ag.gone = true
 	} else {
@@ -153,8 +153,8 @@ func (c *core) queue(ep *episode, ev *event) bool {
 	return true
 }
 
-// takeBack removes queued event seq, which was not reported: the rewards and infos of its
-// observations go to the agents' next ones. It reports whether it found the event; ep.mu is
+// takeBack removes queued event seq, which was not reported: the rewards of its observations
+// go to the agents' next ones (their infos are there already: an info stays until replaced). It reports whether it found the event; ep.mu is
 // held.
 func (ep *episode) takeBack(seq uint64) bool {
 	var prev *event
@@ -177,18 +177,12 @@ func (ep *episode) takeBack(seq uint64) bool {
 				for k := range l.ents {
 					if le := &l.ents[k]; le.agent == en.agent {
 						le.reward += en.reward
-						if le.info == nil {
-							le.info = en.info
-						}
 						continue ents
 					}
 				}
 			}
 			ag := &ep.agents[en.agent]
 			ag.reward += en.reward
-			if ag.info == nil {
-				ag.info = en.info
-			}
 			if en.done != notDone {
 				ag.gone = false // it ends with the next report
 			}

@@ -32,6 +32,12 @@ type Options struct {
 	// without an observation, so that the sampler gets to do its periodic work (a flush of
 	// what it collected) while no simulator calls. 0: Poll waits for an observation.
 	IdlePoll time.Duration
+	// MaxPendingLogs bounds the logged observations (LogAction) of an episode that wait
+	// for the sampler's answer: a LogAction that would exceed it blocks until the sampler
+	// answers an earlier one, or gives up with ErrTimeout after Timeout (then nothing of it
+	// is recorded: log it again). 0 means 1: at most one logged observation per episode
+	// waits for the sampler (see Back-pressure in the package documentation).
+	MaxPendingLogs int
 }
 
 // ExternalEnv is RLlib's ExternalEnv: a simulator that drives itself (its own goroutines)
@@ -50,7 +56,7 @@ type ExternalEnv struct {
 func New(opts Options) (*ExternalEnv, error) {
 	c, err := newCore(coreOptions{obsSpace: opts.ObservationSpace, actSpace: opts.ActionSpace,
 		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait, idlePoll: opts.IdlePoll,
-		defaultBatch: func(maxEpisodes int) int { return min(1024, maxEpisodes) }})
+		maxPendingLogs: opts.MaxPendingLogs, defaultBatch: func(maxEpisodes int) int { return min(1024, maxEpisodes) }})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +155,10 @@ type getActionsCall struct {
 var getActionsPool = sync.Pool{New: func() any { return &getActionsCall{wake: make(chanWaker, 1)} }}
 
 // LogAction reports obs for episode id with the action the simulator took itself (RLlib's
-// log_action): the sampler records action, not its own, for this step. It does not wait.
+// log_action): the sampler records action, not its own, as the action of this observation.
+// It returns once obs is queued; when Options.MaxPendingLogs logged observations of the
+// episode wait for the sampler already, it first waits for room (back-pressure), and gives
+// up with ErrTimeout after Options.Timeout or ErrStopped after Stop, recording nothing.
 func (e *ExternalEnv) LogAction(id string, obs, action []float32) error {
 	c := e.c
 	if err := c.checkObs(id, "", obs); err != nil {
@@ -162,8 +171,14 @@ func (e *ExternalEnv) LogAction(id string, obs, action []float32) error {
 	if err != nil {
 		return err
 	}
+	if err := c.waitLogRoom(ep); err != nil {
+		ep.mu.Unlock()
+		return err
+	}
 	ev := ep.newEvent()
 	c.add(ep, ev, 0, obs, action, notDone)
+	ev.logAct = true
+	ep.logs.open++
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
 	if push {
@@ -172,8 +187,9 @@ func (e *ExternalEnv) LogAction(id string, obs, action []float32) error {
 	return nil
 }
 
-// LogReturns adds reward to the reward of episode id's current step; info, when not nil,
-// replaces the step's info. Both are reported with the episode's next observation.
+// LogReturns adds reward to the reward of episode id's current step, reported with the
+// episode's next observation; info, when not nil, replaces the episode's info, which is
+// reported with every later observation until replaced again (RLlib's cur_info).
 func (e *ExternalEnv) LogReturns(id string, reward float64, info env.Info) error {
 	ep, err := e.c.lock(id)
 	if err != nil {

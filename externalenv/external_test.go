@@ -56,8 +56,8 @@ func poll(tb testing.TB, e *externalenv.ExternalEnv) *env.Batch {
 }
 
 // TestEpisodeProtocol: first observation with Reset, rewards of several LogReturns summed
-// into the next observation, a logged action reported as OffPolicyAction with the next
-// observation, the end with Terminated, TryReset async, the id completed afterwards.
+// into the next observation, a logged action reported as OffPolicyAction with the
+// observation it was taken at (RLlib's contract), an info kept until replaced, the end with Terminated, TryReset async, the id completed afterwards.
 func TestEpisodeProtocol(t *testing.T) {
 	e := newEnv(t, externalenv.Options{MaxConcurrentEpisodes: 2})
 	ctx := context.Background()
@@ -82,7 +82,8 @@ func TestEpisodeProtocol(t *testing.T) {
 	require.NoError(t, e.LogAction(id, obsOf(0.02), []float32{0}))
 	b = poll(t, e)
 	require.Len(t, b.Agents, 1)
-	assert.Equal(t, env.AgentObs{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.02), Reward: 3.5, Info: env.Info{"k": 1}}, b.Agents[0])
+	assert.Equal(t, env.AgentObs{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.02), Reward: 3.5, Info: env.Info{"k": 1},
+		OffPolicyAction: []float32{0}}, b.Agents[0])
 	assert.Empty(t, b.Envs)
 	require.NoError(t, e.SendActions([]env.Action{{Env: 0, Agent: env.DefaultAgentID, Action: []float32{1}}}))
 
@@ -91,7 +92,7 @@ func TestEpisodeProtocol(t *testing.T) {
 	b = poll(t, e)
 	require.Len(t, b.Agents, 1)
 	assert.Equal(t, env.AgentObs{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.03), Reward: -1, Terminated: true,
-		OffPolicyAction: []float32{0}}, b.Agents[0])
+		Info: env.Info{"k": 1}}, b.Agents[0]) // the info stays until replaced
 	assert.Equal(t, []env.EnvStatus{{Env: 0, Terminated: true}}, b.Envs)
 	async, err := e.TryReset(0, env.Seed{}, b)
 	require.NoError(t, err)
@@ -285,12 +286,12 @@ func TestTruncatedEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.LogAction("a", obsOf(0.1), []float32{1}))
 	b := poll(t, e)
+	assert.Equal(t, []float32{1}, b.Agents[0].OffPolicyAction)
 	require.NoError(t, e.SendActions([]env.Action{{Env: 0, Agent: env.DefaultAgentID, Action: []float32{0}}}))
 	require.NoError(t, e.LogReturns("a", 2, nil))
 	require.NoError(t, e.EndEpisodeTruncated("a", obsOf(0.2)))
 	b = poll(t, e)
-	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.2), Reward: 2, Truncated: true,
-		OffPolicyAction: []float32{1}}}, b.Agents)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: env.DefaultAgentID, Obs: obsOf(0.2), Reward: 2, Truncated: true}}, b.Agents)
 	assert.Equal(t, []env.EnvStatus{{Env: 0, Truncated: true}}, b.Envs)
 	assert.ErrorIs(t, e.EndEpisodeTruncated("a", obsOf(0.3)), externalenv.ErrEpisodeDone)
 	assert.ErrorIs(t, e.EndEpisodeTruncated("a", obsOf(9)), externalenv.ErrBadObservation)

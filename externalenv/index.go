@@ -9,6 +9,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/google/uuid"
@@ -69,6 +70,7 @@ func (c *core) lock(id string) (*episode, error) {
 	if ep := c.find(id); ep != nil {
 		ep.mu.Lock()
 		if !ep.ended.Load() && ep.id == id {
+			ep.calls++
 			return ep, nil
 		}
 		ep.mu.Unlock()
@@ -145,6 +147,7 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 	}
 	ep := &episode{}
 	ep.id, ep.training, ep.slot, ep.reply = id, training, -1, make(chan struct{}, 1)
+	ep.idleSince = time.Now().UnixNano()
 	if !c.multi {
 		ep.agents = []agentState{{id: env.DefaultAgentID}}
 		ep.answer = ep.answerBuf(c.actSize)

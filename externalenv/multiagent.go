@@ -31,6 +31,13 @@ type MultiAgentOptions struct {
 	MaxWait time.Duration
 	// IdlePoll: see Options.IdlePoll.
 	IdlePoll time.Duration
+	// MaxPendingLogs: see Options.MaxPendingLogs (a LogAction counts once, whatever its
+	// number of agents).
+	MaxPendingLogs int
+	// MaxAgents bounds the agents of one episode, over its whole run (agents join during an
+	// episode): a call that would add more fails with ErrTooManyAgents, recording nothing.
+	// 0 means no bound.
+	MaxAgents int
 }
 
 // ExternalMultiAgentEnv is RLlib's ExternalMultiAgentEnv: ExternalEnv for a simulator whose
@@ -49,7 +56,7 @@ type ExternalMultiAgentEnv struct {
 func NewMultiAgent(opts MultiAgentOptions) (*ExternalMultiAgentEnv, error) {
 	c, err := newCore(coreOptions{obsSpace: opts.ObservationSpace, actSpace: opts.ActionSpace,
 		maxEpisodes: opts.MaxConcurrentEpisodes, timeout: opts.Timeout, maxBatch: opts.MaxBatch, maxWait: opts.MaxWait, idlePoll: opts.IdlePoll,
-		multi: true, defaultBatch: func(int) int { return 1024 }})
+		maxPendingLogs: opts.MaxPendingLogs, maxAgents: opts.MaxAgents, multi: true, defaultBatch: func(int) int { return 1024 }})
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +95,18 @@ func (c *core) checkObsMap(id string, obs map[env.AgentID][]float32) error {
 // recording nothing, when an agent of obs is done already or the actions do not match obs.
 // ep.mu is held.
 func (c *core) multiEvent(ep *episode, obs, actions map[env.AgentID][]float32, end endKind) (*event, error) {
+	added := 0
 	for agent := range obs {
-		if i := ep.agent(agent, false); i >= 0 && ep.agents[i].gone {
+		i := ep.agent(agent, false)
+		if i >= 0 && ep.agents[i].gone {
 			return nil, fmt.Errorf("%w: episode %q: agent %q is done", ErrBadObservation, ep.id, agent)
 		}
+		if i < 0 {
+			added++
+		}
+	}
+	if err := c.checkAgentCount(ep, added); err != nil {
+		return nil, err
 	}
 	if actions != nil {
 		for agent := range actions {
@@ -146,6 +161,14 @@ func (c *core) multiEvent(ep *episode, obs, actions map[env.AgentID][]float32, e
 	clear(refs)
 	ep.scratch = refs[:0]
 	return ev, nil
+}
+
+// checkAgentCount refuses added new agents beyond MaxAgents; ep.mu is held.
+func (c *core) checkAgentCount(ep *episode, added int) error {
+	if n := len(ep.agents) + added; n > c.maxAgents {
+		return fmt.Errorf("%w: episode %q would have %d agents, at most %d allowed (MaxAgents)", ErrTooManyAgents, ep.id, n, c.maxAgents)
+	}
+	return nil
 }
 
 // GetAction reports the observations of the agents that must act and blocks until the
@@ -217,7 +240,8 @@ func (e *ExternalMultiAgentEnv) GetAction(ctx context.Context, id string, obs ma
 
 // LogAction reports the observations of episode id's agents with the actions they took
 // (RLlib's log_action): the sampler records these actions, not its own. actions holds one
-// action for each agent of obs that is not done. It does not wait.
+// action for each agent of obs that is not done. It waits for room as
+// ExternalEnv.LogAction does (Options.MaxPendingLogs).
 func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentID][]float32) error {
 	c := e.c
 	if err := c.checkObsMap(id, obs); err != nil {
@@ -235,10 +259,18 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 	if err != nil {
 		return err
 	}
+	if err := c.waitLogRoom(ep); err != nil {
+		ep.mu.Unlock()
+		return err
+	}
 	ev, err := c.multiEvent(ep, obs, actions, notDone)
 	if err != nil {
 		ep.mu.Unlock()
 		return err
+	}
+	if ev.open > 0 { // agents that act: the sampler answers it
+		ev.logAct = true
+		ep.logs.open++
 	}
 	push := c.queue(ep, ev)
 	ep.mu.Unlock()
@@ -253,8 +285,8 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 // if any, is its last (Terminated, no action); an agent marked done that is not in the
 // episode's next report (GetAction, LogAction or EndEpisode) ends in that report with its
 // last observation repeated. info maps agent ids to their info (an env.Info, or a
-// map[string]any as JSON decodes it), which replaces the info reported with the agent's next
-// observation. Rewards and infos of agents that have ended are dropped.
+// map[string]any as JSON decodes it), which replaces the agent's info, reported with each of
+// its later observations until replaced again (RLlib's cur_info). Rewards and infos of agents that have ended are dropped.
 func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) error {
 	for agent := range rewards {
 		if agent == "" {
@@ -281,6 +313,29 @@ func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]fl
 		return err
 	}
 	defer ep.mu.Unlock()
+	if e.c.maxAgents < len(ep.agents)+len(rewards)+len(dones)+len(info) {
+		added := 0
+		for agent := range rewards {
+			if ep.agent(agent, false) < 0 {
+				added++
+			}
+		}
+		for agent := range dones {
+			if _, dup := rewards[agent]; !dup && ep.agent(agent, false) < 0 {
+				added++
+			}
+		}
+		for agent := range info {
+			_, r := rewards[agent]
+			_, d := dones[agent]
+			if !r && !d && ep.agent(agent, false) < 0 {
+				added++
+			}
+		}
+		if err := e.c.checkAgentCount(ep, added); err != nil {
+			return err
+		}
+	}
 	for agent, r := range rewards {
 		if ag := &ep.agents[ep.agent(agent, true)]; !ag.gone {
 			ag.reward += r

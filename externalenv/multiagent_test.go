@@ -72,8 +72,8 @@ func answerAll(tb testing.TB, e env.BaseEnv, b *env.Batch) {
 }
 
 // TestMultiAgentProtocol: per-agent rows in id order, per-agent rewards summed until each
-// agent's next observation, per-agent logged actions as OffPolicyAction with the agent's
-// next observation, an agent marked done ending with its next observation or with its last
+// agent's next observation, per-agent logged actions as OffPolicyAction with the
+// observation they were taken at, infos kept until replaced, an agent marked done ending with its next observation or with its last
 // one repeated, the episode's end for the agents left.
 func TestMultiAgentProtocol(t *testing.T) {
 	e := newMAEnv(t, externalenv.MultiAgentOptions{MaxConcurrentEpisodes: 2})
@@ -98,13 +98,13 @@ func TestMultiAgentProtocol(t *testing.T) {
 	require.NoError(t, e.LogReturns(id, map[env.AgentID]float64{"a": 0.5, "c": 7}, nil, env.Info{"b": env.Info{"k": 1}}))
 	require.NoError(t, e.LogAction(id, obsMap{"a": o2(3)}, obsMap{"a": {0}}))
 	b = maPoll(t, e)
-	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "a", Obs: o2(3), Reward: 1.5}}, b.Agents)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "a", Obs: o2(3), Reward: 1.5, OffPolicyAction: []float32{0}}}, b.Agents)
 	assert.Empty(t, b.Envs)
 	answerAll(t, e, b) // dropped: a logged its action
 	res = maGetAction(ctx, e, id, obsMap{"a": o2(4), "b": o2(5), "c": o2(6)})
 	b = maPoll(t, e)
 	assert.Equal(t, []env.AgentObs{
-		{Env: 0, Agent: "a", Obs: o2(4), OffPolicyAction: []float32{0}},
+		{Env: 0, Agent: "a", Obs: o2(4)},
 		{Env: 0, Agent: "b", Obs: o2(5), Reward: 10, Info: env.Info{"k": 1}},
 		{Env: 0, Agent: "c", Obs: o2(6), Reward: 7},
 	}, b.Agents)
@@ -120,7 +120,7 @@ func TestMultiAgentProtocol(t *testing.T) {
 	b = maPoll(t, e)
 	assert.Equal(t, []env.AgentObs{
 		{Env: 0, Agent: "a", Obs: o2(7)},
-		{Env: 0, Agent: "b", Obs: o2(8), Reward: -1, Terminated: true},
+		{Env: 0, Agent: "b", Obs: o2(8), Reward: -1, Terminated: true, Info: env.Info{"k": 1}},
 		{Env: 0, Agent: "c", Obs: o2(6), Reward: -2, Terminated: true},
 	}, b.Agents)
 	assert.Empty(t, b.Envs)
@@ -199,7 +199,7 @@ func TestMultiAgentErrors(t *testing.T) {
 	require.NoError(t, e.LogReturns("a", map[env.AgentID]float64{"p": 2}, nil, nil))
 	require.NoError(t, e.LogAction("a", obsMap{"p": o2(1)}, obsMap{"p": {2}}))
 	b = maPoll(t, e)
-	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(1), Reward: 2}}, b.Agents)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(1), Reward: 2, OffPolicyAction: []float32{2}}}, b.Agents)
 	answerAll(t, e, b)
 
 	// Timeout: nothing polls, so GetAction of "b" times out (the watchdog).
@@ -281,7 +281,7 @@ func TestMultiAgentSlotsAndLimit(t *testing.T) {
 	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(1), Truncated: true}}, b.Agents)
 	assert.Equal(t, []env.EnvStatus{{Env: 0, Reset: true, Truncated: true}}, b.Envs)
 	b = maPoll(t, e)
-	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(2)}}, b.Agents)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(2), OffPolicyAction: []float32{1}}}, b.Agents)
 	assert.Equal(t, []env.EnvStatus{{Env: 0, Reset: true, TrainingDisabled: true}}, b.Envs)
 }
 
@@ -292,14 +292,20 @@ func TestMultiAgentTruncation(t *testing.T) {
 	_, err := e.StartEpisode("ep", true)
 	require.NoError(t, err)
 	require.NoError(t, e.LogAction("ep", obsMap{"p": o2(1), "q": o2(2), "r": o2(3)}, obsMap{"p": {0}, "q": {1}, "r": {2}}))
-	answerAll(t, e, maPoll(t, e))
-	require.NoError(t, e.LogReturns("ep", map[env.AgentID]float64{"p": 1, "q": 2, "r": 3}, map[env.AgentID]bool{"q": true}, nil))
-	require.NoError(t, e.EndEpisodeTruncated("ep", obsMap{"p": o2(4), "q": o2(5)}))
 	b := maPoll(t, e)
 	assert.Equal(t, []env.AgentObs{
-		{Env: 0, Agent: "p", Obs: o2(4), Reward: 1, Truncated: true, OffPolicyAction: []float32{0}},
-		{Env: 0, Agent: "q", Obs: o2(5), Reward: 2, Terminated: true, OffPolicyAction: []float32{1}},
-		{Env: 0, Agent: "r", Obs: o2(3), Reward: 3, Truncated: true, OffPolicyAction: []float32{2}},
+		{Env: 0, Agent: "p", Obs: o2(1), OffPolicyAction: []float32{0}},
+		{Env: 0, Agent: "q", Obs: o2(2), OffPolicyAction: []float32{1}},
+		{Env: 0, Agent: "r", Obs: o2(3), OffPolicyAction: []float32{2}},
+	}, b.Agents)
+	answerAll(t, e, b)
+	require.NoError(t, e.LogReturns("ep", map[env.AgentID]float64{"p": 1, "q": 2, "r": 3}, map[env.AgentID]bool{"q": true}, nil))
+	require.NoError(t, e.EndEpisodeTruncated("ep", obsMap{"p": o2(4), "q": o2(5)}))
+	b = maPoll(t, e)
+	assert.Equal(t, []env.AgentObs{
+		{Env: 0, Agent: "p", Obs: o2(4), Reward: 1, Truncated: true},
+		{Env: 0, Agent: "q", Obs: o2(5), Reward: 2, Terminated: true},
+		{Env: 0, Agent: "r", Obs: o2(3), Reward: 3, Truncated: true},
 	}, b.Agents)
 	assert.Equal(t, []env.EnvStatus{{Env: 0, Truncated: true}}, b.Envs)
 }
@@ -323,9 +329,9 @@ func TestMultiAgentTakeBack(t *testing.T) {
 	res := maGetAction(ctx, e, "ep", obsMap{"p": o2(5)})
 	b := maPoll(t, e)
 	assert.Equal(t, []env.AgentObs{
-		{Env: 0, Agent: "p", Obs: o2(5), Reward: 11, OffPolicyAction: []float32{0}},
+		{Env: 0, Agent: "p", Obs: o2(5), Reward: 11},
 		// q's final observation is the one of the call taken back (its last one given).
-		{Env: 0, Agent: "q", Obs: o2(4), Reward: 2, Terminated: true, OffPolicyAction: []float32{0}},
+		{Env: 0, Agent: "q", Obs: o2(4), Reward: 2, Terminated: true},
 	}, b.Agents)
 	answerAll(t, e, b)
 	r := <-res
@@ -340,13 +346,15 @@ func TestMultiAgentNoneActs(t *testing.T) {
 	_, err := e.StartEpisode("ep", true)
 	require.NoError(t, err)
 	require.NoError(t, e.LogAction("ep", obsMap{"p": o2(1)}, obsMap{"p": {1}}))
-	answerAll(t, e, maPoll(t, e))
+	b := maPoll(t, e)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(1), OffPolicyAction: []float32{1}}}, b.Agents)
+	answerAll(t, e, b)
 	require.NoError(t, e.LogReturns("ep", nil, map[env.AgentID]bool{"p": true}, nil))
 	acts, err := e.GetAction(context.Background(), "ep", obsMap{"p": o2(2)})
 	require.NoError(t, err)
 	assert.Empty(t, acts)
-	b := maPoll(t, e)
-	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(2), Terminated: true, OffPolicyAction: []float32{1}}}, b.Agents)
+	b = maPoll(t, e)
+	assert.Equal(t, []env.AgentObs{{Env: 0, Agent: "p", Obs: o2(2), Terminated: true}}, b.Agents)
 	require.NoError(t, e.SendActions(nil))
 }
 
@@ -362,16 +370,21 @@ func TestMultiAgentManyAgents(t *testing.T) {
 		obs[id], acts[id], rew[id] = o2(float32(i)/4), []float32{float32(i % 3)}, float64(i)
 	}
 	require.NoError(t, e.LogAction("ep", obs, acts))
-	answerAll(t, e, maPoll(t, e))
+	b := maPoll(t, e)
+	require.Len(t, b.Agents, 20)
+	for k, a := range b.Agents {
+		assert.Equal(t, []float32{float32((19 - k) % 3)}, a.OffPolicyAction, a.Agent)
+	}
+	answerAll(t, e, b)
 	require.NoError(t, e.LogReturns("ep", rew, nil, nil))
 	res := maGetAction(context.Background(), e, "ep", obs)
-	b := maPoll(t, e)
+	b = maPoll(t, e)
 	require.Len(t, b.Agents, 20)
 	var sent []env.Action
 	for k, a := range b.Agents {
 		id := fmt.Sprintf("agent%02d", k)
 		i := 19 - k
-		assert.Equal(t, env.AgentObs{Env: 0, Agent: id, Obs: o2(float32(i) / 4), Reward: float64(i), OffPolicyAction: []float32{float32(i % 3)}}, a)
+		assert.Equal(t, env.AgentObs{Env: 0, Agent: id, Obs: o2(float32(i) / 4), Reward: float64(i)}, a)
 		sent = append(sent, env.Action{Env: 0, Agent: id, Action: []float32{float32(k % 3)}})
 	}
 	require.NoError(t, e.SendActions(sent))

@@ -141,6 +141,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 		ep.slot = int32(c.free[len(c.free)-1])
 		c.free = c.free[:len(c.free)-1]
 		c.slots[ep.slot] = ep
+		c.slotIDs[ep.slot] = ep.id
 	}
 	ep.head = ev.next
 	if ep.head == nil {
@@ -157,20 +158,11 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	os, as := c.obsSize, c.actSize
 	for i := range ev.ents {
 		en := &ev.ents[i]
-		ag := &ep.agents[en.agent]
 		o := dst.AddAgent()
 		o.Env, o.Agent, o.Obs = int(ep.slot), en.id, ev.obs[i*os:(i+1)*os:(i+1)*os]
 		o.Reward, o.Terminated, o.Truncated, o.Info = en.reward, en.done == terminated, en.done == truncated, en.info
-		if ep.offPending > 0 && ag.offSet {
-			o.OffPolicyAction = ag.off[ag.offCur]
-			ag.offSet = false
-			ep.offPending--
-		}
-		if en.logged >= 0 {
-			ag.offCur ^= 1
-			ag.off[ag.offCur] = appendLines(ag.off[ag.offCur][:0], ev.logged[en.logged:int(en.logged)+as])
-			ag.offSet = true
-			ep.offPending++
+		if en.logged >= 0 { // RLlib's contract: with the observation it was taken at
+			o.OffPolicyAction = ev.logged[en.logged : int(en.logged)+as : int(en.logged)+as]
 		}
 	}
 	*n += len(ev.ents)
@@ -281,6 +273,9 @@ func (c *core) answer(a *env.Action) error {
 		return nil
 	}
 	ep.inFlight = nil
+	if ev.logAct {
+		ep.logAnswered()
+	}
 	wake := ev.waiter && !ev.ignored
 	var t *Ticket
 	var gen uint32
@@ -306,6 +301,14 @@ func (c *core) answer(a *env.Action) error {
 		c.woken = append(c.woken, ep)
 	}
 	return nil
+}
+
+// episodeID is env.EpisodeIDer's EpisodeID (see ExternalEnv.EpisodeID).
+func (c *core) episodeID(id env.EnvID) string {
+	if id < 0 || id >= len(c.slotIDs) {
+		return ""
+	}
+	return c.slotIDs[id]
 }
 
 // tryReset is BaseEnv.TryReset (see ExternalEnv.TryReset).

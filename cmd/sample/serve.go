@@ -192,7 +192,8 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 	}
 	if f.multiAgent {
 		e, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: s.obs, ActionSpace: s.act,
-			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait, IdlePoll: idlePoll})
+			MaxConcurrentEpisodes: f.maxEpisodes, Timeout: f.timeout, MaxBatch: f.maxBatch, MaxWait: f.maxWait, IdlePoll: idlePoll,
+			MaxAgents: f.guard.maxAgents}) // the server bounds one request, the env the whole episode
 		if err != nil {
 			return nil, err
 		}

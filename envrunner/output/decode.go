@@ -1,27 +1,19 @@
 package output
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/arrowbatch"
+	"github.com/onnxrl/sampler/internal/jsonscan"
 	"github.com/onnxrl/sampler/spaces"
 )
 
 // SyntaxError is a line that is not the JSON this package reads, at byte Offset of the line.
-type SyntaxError struct {
-	Offset int
-	Msg    string
-}
-
-func (e *SyntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset) }
+type SyntaxError = jsonscan.SyntaxError
 
 // Decode reads one line written by AppendJSON (or by RLlib's JSON writer, uncompressed, with
 // the columns this package knows) back into a MultiAgentBatch. A SampleBatch line becomes a
@@ -50,7 +42,7 @@ func Decode(line []byte) (*envrunner.MultiAgentBatch, error) {
 }
 
 func decode(line []byte) (*envrunner.MultiAgentBatch, error) {
-	d := &decoder{data: line}
+	d := newDecoder(line)
 	var (
 		typ              string
 		haveType         bool
@@ -72,7 +64,7 @@ func decode(line []byte) (*envrunner.MultiAgentBatch, error) {
 			typ, haveType = s, true
 			return nil
 		case "count":
-			v, err := d.int(0, math.MaxInt)
+			v, err := d.Int(0, math.MaxInt)
 			if err != nil {
 				return fmt.Errorf(`"count": %w`, err)
 			}
@@ -380,55 +372,30 @@ func int32s(v []int64) []int32 {
 	return out
 }
 
-// decoder is a small JSON reader for the shapes of this format.
+// decoder reads the shapes of this format with the shared JSON scanner.
 type decoder struct {
-	data []byte
-	pos  int
+	jsonscan.Scanner
 }
 
-func (d *decoder) errorf(format string, args ...any) error {
-	return &SyntaxError{Offset: d.pos, Msg: fmt.Sprintf(format, args...)}
+func newDecoder(line []byte) *decoder {
+	d := &decoder{}
+	d.Reset(line)
+	d.Input = "line"
+	return d
 }
 
-func (d *decoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek skips whitespace and returns the next byte (0 at the end).
-func (d *decoder) peek() byte {
-	d.ws()
-	if d.pos >= len(d.data) {
-		return 0
-	}
-	return d.data[d.pos]
-}
-
+// expect checks that the next byte is c, without reading it.
 func (d *decoder) expect(c byte) error {
-	if got := d.peek(); got != c {
-		return d.unexpected(fmt.Sprintf("%q", c))
+	if d.Peek() != c {
+		return d.Unexpected(fmt.Sprintf("%q", c))
 	}
-	d.pos++
 	return nil
-}
-
-func (d *decoder) unexpected(want string) error {
-	if d.pos >= len(d.data) {
-		return d.errorf("unexpected end of line, want %s", want)
-	}
-	return d.errorf("unexpected %q, want %s", d.data[d.pos], want)
 }
 
 // end checks that only whitespace follows.
 func (d *decoder) end() error {
-	if d.peek() != 0 || d.pos < len(d.data) {
-		return d.errorf("unexpected %q after the object", d.data[d.pos])
+	if !d.Empty() {
+		return d.Errorf("unexpected %q after the object", d.Peek())
 	}
 	return nil
 }
@@ -439,41 +406,18 @@ func (d *decoder) object(member func(key string) error) error {
 	if err := d.expect('{'); err != nil {
 		return err
 	}
-	if d.peek() == '}' {
-		d.pos++
-		return nil
-	}
-	seen := map[string]bool{}
-	for {
-		at := d.pos
-		if d.peek() != '"' {
-			return d.unexpected("a string key")
-		}
-		key, err := d.str()
-		if err != nil {
-			return err
-		}
+	var seen map[string]bool
+	return d.Object(func(k []byte) error {
+		key := string(k)
 		if seen[key] {
-			d.pos = at
-			return d.errorf("duplicate key %q", key)
+			return &SyntaxError{Offset: d.Offset(), Msg: fmt.Sprintf("duplicate key %q", key)}
+		}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		seen[key] = true
-		if err := d.expect(':'); err != nil {
-			return err
-		}
-		if err := member(key); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return nil
-		default:
-			return d.unexpected(`',' or '}'`)
-		}
-	}
+		return member(key)
+	})
 }
 
 // list reads an array, calling elem for each element with the decoder at it.
@@ -481,249 +425,22 @@ func (d *decoder) list(elem func() error) error {
 	if err := d.expect('['); err != nil {
 		return err
 	}
-	if d.peek() == ']' {
-		d.pos++
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
-			return err
-		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			return nil
-		default:
-			return d.unexpected(`',' or ']'`)
+	elems, err := d.ArrayStart()
+	for elems && err == nil {
+		if err = elem(); err == nil {
+			elems, err = d.ArrayNext()
 		}
 	}
+	return err
 }
 
-// str reads a string. Raw bytes must be valid UTF-8 without control characters; \u escapes
-// of lone surrogates become U+FFFD.
+// str reads a string.
 func (d *decoder) str() (string, error) {
 	if err := d.expect('"'); err != nil {
 		return "", err
 	}
-	start := d.pos
-	// Fast path: no escapes.
-	for i := start; i < len(d.data); i++ {
-		c := d.data[i]
-		if c == '"' {
-			s := d.data[start:i]
-			if !utf8.Valid(s) {
-				return "", d.errorf("invalid UTF-8 in string")
-			}
-			d.pos = i + 1
-			return string(s), nil
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-	}
-	var sb []byte
-	for {
-		if d.pos >= len(d.data) {
-			return "", d.errorf("unterminated string")
-		}
-		c := d.data[d.pos]
-		switch {
-		case c == '"':
-			d.pos++
-			if !utf8.Valid(sb) {
-				return "", d.errorf("invalid UTF-8 in string")
-			}
-			return string(sb), nil
-		case c < 0x20:
-			return "", d.errorf("control character %q in string", c)
-		case c != '\\':
-			sb = append(sb, c)
-			d.pos++
-			continue
-		}
-		d.pos++
-		if d.pos >= len(d.data) {
-			return "", d.errorf("unterminated string")
-		}
-		e := d.data[d.pos]
-		d.pos++
-		switch e {
-		case '"', '\\', '/':
-			sb = append(sb, e)
-		case 'b':
-			sb = append(sb, '\b')
-		case 'f':
-			sb = append(sb, '\f')
-		case 'n':
-			sb = append(sb, '\n')
-		case 'r':
-			sb = append(sb, '\r')
-		case 't':
-			sb = append(sb, '\t')
-		case 'u':
-			r, err := d.hex4()
-			if err != nil {
-				return "", err
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
-					save := d.pos
-					d.pos += 2
-					if low, err := d.hex4(); err == nil {
-						r2 = utf16.DecodeRune(r, low)
-					}
-					if r2 == utf8.RuneError {
-						d.pos = save // not a pair: read the next escape on its own
-					}
-				}
-				r = r2
-			}
-			sb = utf8.AppendRune(sb, r)
-		default:
-			d.pos--
-			return "", d.errorf("invalid escape \\%c in string", e)
-		}
-	}
-}
-
-func (d *decoder) hex4() (rune, error) {
-	if d.pos+4 > len(d.data) {
-		return 0, d.errorf("short \\u escape in string")
-	}
-	var r rune
-	for _, c := range d.data[d.pos : d.pos+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, d.errorf("invalid \\u escape in string")
-		}
-	}
-	d.pos += 4
-	return r, nil
-}
-
-// number scans a JSON number (or NaN, Infinity, -Infinity) and returns its text and whether
-// it is written as an integer.
-func (d *decoder) number() (tok []byte, isInt bool, err error) {
-	d.ws()
-	start := d.pos
-	data := d.data
-	word := func(w string) ([]byte, bool, error) {
-		if !bytes.HasPrefix(data[d.pos:], []byte(w)) {
-			return nil, false, d.unexpected("a number")
-		}
-		d.pos += len(w)
-		return data[start:d.pos], false, nil
-	}
-	if d.pos < len(data) && data[d.pos] == 'N' {
-		return word("NaN")
-	}
-	if d.pos < len(data) && data[d.pos] == '-' {
-		d.pos++
-	}
-	if d.pos < len(data) && data[d.pos] == 'I' {
-		return word("Infinity")
-	}
-	digits := func() int {
-		n := 0
-		for d.pos < len(data) && data[d.pos] >= '0' && data[d.pos] <= '9' {
-			d.pos++
-			n++
-		}
-		return n
-	}
-	switch {
-	case d.pos < len(data) && data[d.pos] == '0':
-		d.pos++
-	case d.pos < len(data) && data[d.pos] >= '1' && data[d.pos] <= '9':
-		digits()
-	default:
-		return nil, false, d.unexpected("a number")
-	}
-	isInt = true
-	if d.pos < len(data) && data[d.pos] == '.' {
-		d.pos++
-		if digits() == 0 {
-			return nil, false, d.unexpected("a digit")
-		}
-		isInt = false
-	}
-	if d.pos < len(data) && (data[d.pos] == 'e' || data[d.pos] == 'E') {
-		d.pos++
-		if d.pos < len(data) && (data[d.pos] == '+' || data[d.pos] == '-') {
-			d.pos++
-		}
-		if digits() == 0 {
-			return nil, false, d.unexpected("a digit")
-		}
-		isInt = false
-	}
-	return data[start:d.pos], isInt, nil
-}
-
-// float reads a number as a float32.
-func (d *decoder) float() (v float32, isInt bool, err error) {
-	at := d.pos
-	tok, isInt, err := d.number()
-	if err != nil {
-		return 0, false, err
-	}
-	switch string(tok) {
-	case "NaN":
-		return float32(math.NaN()), false, nil
-	case "Infinity":
-		return float32(math.Inf(1)), false, nil
-	case "-Infinity":
-		return float32(math.Inf(-1)), false, nil
-	}
-	f, err := strconv.ParseFloat(string(tok), 32)
-	if err != nil {
-		d.pos = at
-		d.ws()
-		return 0, false, d.errorf("number %s is out of the float32 range", tok)
-	}
-	return float32(f), isInt, nil
-}
-
-// int reads an integer in [lo, hi].
-func (d *decoder) int(lo, hi int64) (int64, error) {
-	d.ws()
-	at := d.pos
-	tok, isInt, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	if !isInt {
-		d.pos = at
-		return 0, d.errorf("%s is not an integer", tok)
-	}
-	v, err := strconv.ParseInt(string(tok), 10, 64)
-	if err != nil || v < lo || v > hi {
-		d.pos = at
-		return 0, d.errorf("integer %s is out of range [%d, %d]", tok, lo, hi)
-	}
-	return v, nil
-}
-
-func (d *decoder) bool() (bool, error) {
-	rest := d.data[d.pos:]
-	switch {
-	case len(rest) >= 4 && string(rest[:4]) == "true":
-		d.pos += 4
-		return true, nil
-	case len(rest) >= 5 && string(rest[:5]) == "false":
-		d.pos += 5
-		return false, nil
-	}
-	return false, d.unexpected("true or false")
+	s, err := d.String()
+	return string(s), err
 }
 
 // intCompatible reports whether a value read from the token can be an integer action:
@@ -744,7 +461,7 @@ func (d *decoder) column(kind int) (*column, error) {
 	switch kind {
 	case kindFloats:
 		err := d.list(func() error {
-			v, _, err := d.float()
+			v, err := d.Float32()
 			c.f = append(c.f, v)
 			return err
 		})
@@ -752,8 +469,7 @@ func (d *decoder) column(kind int) (*column, error) {
 		return c, err
 	case kindBools:
 		err := d.list(func() error {
-			d.ws()
-			v, err := d.bool()
+			v, err := d.Bool()
 			c.b = append(c.b, v)
 			return err
 		})
@@ -765,7 +481,7 @@ func (d *decoder) column(kind int) (*column, error) {
 			lo, hi = math.MinInt32, math.MaxInt32
 		}
 		err := d.list(func() error {
-			v, err := d.int(lo, hi)
+			v, err := d.Int(lo, hi)
 			c.i = append(c.i, v)
 			return err
 		})
@@ -776,14 +492,14 @@ func (d *decoder) column(kind int) (*column, error) {
 	c.ints = kind == kindActions
 	flat := false
 	err := d.list(func() error {
-		if kind == kindActions && c.rows == 0 && d.peek() != '[' {
+		if kind == kindActions && c.rows == 0 && d.Peek() != '[' {
 			flat = true
 		}
 		if flat {
-			if d.peek() == '[' {
-				return d.errorf("row %d is a list in a flat list of actions", c.rows)
+			if d.Peek() == '[' {
+				return d.Errorf("row %d is a list in a flat list of actions", c.rows)
 			}
-			v, isInt, err := d.float()
+			v, isInt, err := d.Float32Int()
 			if err != nil {
 				return err
 			}
@@ -795,9 +511,9 @@ func (d *decoder) column(kind int) (*column, error) {
 			return nil
 		}
 		before := len(c.f)
-		at := d.pos
+		at := d.Offset()
 		err := d.list(func() error {
-			v, isInt, err := d.float()
+			v, isInt, err := d.Float32Int()
 			if err != nil {
 				return err
 			}
@@ -814,9 +530,7 @@ func (d *decoder) column(kind int) (*column, error) {
 		if c.rows == 0 {
 			c.width = w
 		} else if w != c.width {
-			d.pos = at
-			d.ws()
-			return d.errorf("row %d has %d values, want %d (the length of row 0)", c.rows, w, c.width)
+			return d.ErrorAt(at, "row %d has %d values, want %d (the length of row 0)", c.rows, w, c.width)
 		}
 		c.rows++
 		return nil

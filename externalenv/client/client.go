@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -337,15 +338,76 @@ func (c *Client) Health(ctx context.Context) error {
 	return err
 }
 
-// appendObsBody writes {"observation": obs (, "action": act)}.
-func appendObsBody(dst []byte, obs, act []float32) []byte {
-	dst = append(dst, `{"observation":`...)
-	dst = wire.AppendFloats(dst, obs)
-	if act != nil {
-		dst = append(dst, `,"action":`...)
-		dst = wire.AppendFloats(dst, act)
+// A payload is the observation or action of an episode request: flat values (the
+// single-agent form) or an object of agent id -> values (the multi-agent one). The request
+// bodies, the calls and the reading of answers are otherwise shared by Client and MultiAgent.
+type payload interface{ appendJSON(dst []byte) []byte }
+
+type flat []float32
+
+func (v flat) appendJSON(dst []byte) []byte { return wire.AppendFloats(dst, v) }
+
+type agents map[string][]float32
+
+// appendJSON writes an object of agent id -> flat array, in sorted id order.
+func (m agents) appendJSON(dst []byte) []byte {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	dst = append(dst, '{')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = wire.AppendString(dst, id)
+		dst = append(dst, ':')
+		dst = wire.AppendFloats(dst, m[id])
 	}
 	return append(dst, '}')
+}
+
+// appendEpisodeBody writes {"observation": obs (, "action": act) (, "truncated": true)}.
+func appendEpisodeBody(dst []byte, obs, act payload, truncated bool) []byte {
+	dst = append(dst, `{"observation":`...)
+	dst = obs.appendJSON(dst)
+	if act != nil {
+		dst = append(dst, `,"action":`...)
+		dst = act.appendJSON(dst)
+	}
+	if truncated {
+		dst = append(dst, `,"truncated":true`...)
+	}
+	return append(dst, '}')
+}
+
+// send posts {"observation": obs, ...} (see appendEpisodeBody) to endpoint op of episode id
+// and, when read is not nil, calls it with the decoder at the answer's "action" member.
+func (c *Client) send(ctx context.Context, id, op string, obs, act payload, truncated bool, read func(d *wire.Decoder) error) error {
+	b := c.get()
+	defer c.put(b)
+	b.req = appendEpisodeBody(b.req[:0], obs, act, truncated)
+	path := episodePath(id, op)
+	if _, err := c.do(ctx, b, http.MethodPost, path, true); err != nil || read == nil {
+		return err
+	}
+	got := false
+	b.dec.Reset(b.resp)
+	err := b.dec.Object(func(key []byte) error {
+		if string(key) != "action" {
+			return b.dec.Skip()
+		}
+		got = true
+		return read(&b.dec)
+	})
+	if err == nil && !got {
+		err = errors.New("no action")
+	}
+	if err != nil {
+		return badResponse(path, err)
+	}
+	return nil
 }
 
 // GetAction reports obs for episode id and returns the action to take (a new slice), waiting
@@ -360,47 +422,23 @@ func (c *Client) AppendAction(ctx context.Context, dst []float32, id string, obs
 	if err != nil {
 		return dst, err
 	}
-	b := c.get()
-	defer c.put(b)
-	b.req = appendObsBody(b.req[:0], obs, nil)
-	path := episodePath(id, "action")
-	if _, err := c.do(ctx, b, http.MethodPost, path, true); err != nil {
-		return dst, err
-	}
 	n := len(dst)
-	got := false
-	b.dec.Reset(b.resp)
-	err = b.dec.Object(func(key []byte) error {
-		if string(key) != "action" {
-			return b.dec.Skip()
-		}
-		got = true
+	err = c.send(ctx, id, "action", flat(obs), nil, false, func(d *wire.Decoder) error {
 		var err error
-		dst, err = b.dec.Value(dst, sp.Action)
+		if dst, err = d.Value(dst, sp.Action); err == nil && len(dst)-n != sp.Action.Size() {
+			err = fmt.Errorf("action with %d values, want %d", len(dst)-n, sp.Action.Size())
+		}
 		return err
 	})
-	if err == nil && !got {
-		err = errors.New("no action")
-	}
-	if err == nil && len(dst)-n != sp.Action.Size() {
-		err = fmt.Errorf("action with %d values, want %d", len(dst)-n, sp.Action.Size())
-	}
 	if err != nil {
-		return dst[:n], badResponse(path, err)
+		return dst[:n], err
 	}
 	return dst, nil
 }
 
 // LogAction reports obs for episode id with the action the simulator took itself.
 func (c *Client) LogAction(ctx context.Context, id string, obs, action []float32) error {
-	b := c.get()
-	defer c.put(b)
-	if action == nil {
-		action = []float32{}
-	}
-	b.req = appendObsBody(b.req[:0], obs, action)
-	_, err := c.do(ctx, b, http.MethodPost, episodePath(id, "log_action"), true)
-	return err
+	return c.send(ctx, id, "log_action", flat(obs), flat(action), false, nil)
 }
 
 // LogReturns adds reward to the episode's current step; info, when not nil, replaces the
@@ -435,14 +473,7 @@ func (c *Client) EndEpisodeTruncated(ctx context.Context, id string, obs []float
 }
 
 func (c *Client) end(ctx context.Context, id string, obs []float32, truncated bool) error {
-	b := c.get()
-	defer c.put(b)
-	b.req = appendObsBody(b.req[:0], obs, nil)
-	if truncated {
-		b.req = append(b.req[:len(b.req)-1], `,"truncated":true}`...)
-	}
-	_, err := c.do(ctx, b, http.MethodPost, episodePath(id, "end"), true)
-	return err
+	return c.send(ctx, id, "end", flat(obs), nil, truncated, nil)
 }
 
 // Act returns the actions for a batch of observations (stateless, /v1/act). explore nil

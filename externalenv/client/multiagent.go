@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,25 +25,6 @@ func (m *MultiAgent) StartEpisode(ctx context.Context, id string, trainingEnable
 	return m.c.StartEpisode(ctx, id, trainingEnabled)
 }
 
-// appendAgents writes an object of agent id -> flat array, in sorted id order.
-func appendAgents(dst []byte, m map[string][]float32) []byte {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	dst = append(dst, '{')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = wire.AppendString(dst, id)
-		dst = append(dst, ':')
-		dst = wire.AppendFloats(dst, m[id])
-	}
-	return append(dst, '}')
-}
-
 // GetAction reports the observations of the agents that must act and returns their actions
 // (agents marked done report their final observation and get none). The map is new.
 func (m *MultiAgent) GetAction(ctx context.Context, id string, obs map[string][]float32) (map[string][]float32, error) {
@@ -53,25 +33,10 @@ func (m *MultiAgent) GetAction(ctx context.Context, id string, obs map[string][]
 	if err != nil {
 		return nil, err
 	}
-	b := c.get()
-	defer c.put(b)
-	b.req = append(b.req[:0], `{"observation":`...)
-	b.req = appendAgents(b.req, obs)
-	b.req = append(b.req, '}')
-	path := episodePath(id, "action")
-	if _, err := c.do(ctx, b, http.MethodPost, path, true); err != nil {
-		return nil, err
-	}
 	acts := map[string][]float32{}
-	got := false
-	b.dec.Reset(b.resp)
-	err = b.dec.Object(func(key []byte) error {
-		if string(key) != "action" {
-			return b.dec.Skip()
-		}
-		got = true
-		return b.dec.Object(func(agent []byte) error {
-			a, err := b.dec.Value(nil, sp.Action)
+	err = c.send(ctx, id, "action", agents(obs), nil, false, func(d *wire.Decoder) error {
+		return d.Object(func(agent []byte) error {
+			a, err := d.Value(nil, sp.Action)
 			if err == nil && len(a) != sp.Action.Size() {
 				err = fmt.Errorf("action of agent %q with %d values, want %d", agent, len(a), sp.Action.Size())
 			}
@@ -79,11 +44,8 @@ func (m *MultiAgent) GetAction(ctx context.Context, id string, obs map[string][]
 			return err
 		})
 	})
-	if err == nil && !got {
-		err = errors.New("no action")
-	}
 	if err != nil {
-		return nil, badResponse(path, err)
+		return nil, err
 	}
 	return acts, nil
 }
@@ -91,16 +53,7 @@ func (m *MultiAgent) GetAction(ctx context.Context, id string, obs map[string][]
 // LogAction reports the agents' observations with the actions they took themselves (one for
 // each agent of obs that is not done).
 func (m *MultiAgent) LogAction(ctx context.Context, id string, obs, actions map[string][]float32) error {
-	c := m.c
-	b := c.get()
-	defer c.put(b)
-	b.req = append(b.req[:0], `{"observation":`...)
-	b.req = appendAgents(b.req, obs)
-	b.req = append(b.req, `,"action":`...)
-	b.req = appendAgents(b.req, actions)
-	b.req = append(b.req, '}')
-	_, err := c.do(ctx, b, http.MethodPost, episodePath(id, "log_action"), true)
-	return err
+	return m.c.send(ctx, id, "log_action", agents(obs), agents(actions), false, nil)
 }
 
 // LogReturns adds each agent's reward to its current step and marks the agents of dones
@@ -157,15 +110,5 @@ func (m *MultiAgent) EndEpisodeTruncated(ctx context.Context, id string, obs map
 }
 
 func (m *MultiAgent) end(ctx context.Context, id string, obs map[string][]float32, truncated bool) error {
-	c := m.c
-	b := c.get()
-	defer c.put(b)
-	b.req = append(b.req[:0], `{"observation":`...)
-	b.req = appendAgents(b.req, obs)
-	if truncated {
-		b.req = append(b.req, `,"truncated":true`...)
-	}
-	b.req = append(b.req, '}')
-	_, err := c.do(ctx, b, http.MethodPost, episodePath(id, "end"), true)
-	return err
+	return m.c.send(ctx, id, "end", agents(obs), nil, truncated, nil)
 }

@@ -25,8 +25,10 @@
 //
 // The episode endpoints are ExternalEnv's methods (see package externalenv for their
 // semantics): /action blocks until the sampler has answered; rewards logged with /returns
-// are summed into the next observation's transition; /log_action records the simulator's own
-// action. /v1/act is stateless batched inference for simulators that batch themselves: it
+// are summed into the next observation's transition, and an info stays until replaced;
+// /log_action records the simulator's own action, and waits while the episode's earlier
+// logged observation is not answered yet (back-pressure: externalenv's MaxPendingLogs; 504
+// after the env's timeout, the observation not recorded). /v1/act is stateless batched inference for simulators that batch themselves: it
 // records nothing, and runs on its own sessions (an Actor), not through the sampler;
 // "explore" overrides the server's default for one request. /end with "truncated": true ends
 // an episode cut short (EndEpisodeTruncated: the sampler bootstraps from the final
@@ -88,7 +90,10 @@
 //
 // The server is meant to face clients that misbehave. Episodes without a request for
 // Options.IdleTimeout (60 s) end as Close ends them (truncated, recorded, their slot freed;
-// sample_serve_episodes_expired_total). Bodies are bounded one by one (MaxBodyBytes) and
+// sample_serve_episodes_expired_total). The server keeps no copy of the episodes' state:
+// the ExternalEnv knows each agent's last observation and when the episode was last called
+// (externalenv's TruncateEpisode, TruncateIdle, TruncateAll), so an /action takes no lock
+// shared by all episodes. Bodies are bounded one by one (MaxBodyBytes) and
 // together (MaxBodiesInFlight). A panic in a request is a 500 and ends the request's episode;
 // a panic in the sampler stops it with a *PanicError, and Fail then reports the reason on
 // /healthz (503) while /v1/act goes on. Access keeps browsers out: only JSON bodies, an

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"github.com/onnxrl/sampler/externalenv"
 	"github.com/onnxrl/sampler/externalenv/server/wire"
 )
 
@@ -44,15 +45,12 @@ func (s *Server) recoverRequest(w http.ResponseWriter, v any, ep endpoint, id st
 	s.metrics.panics.Add(1)
 	s.log.Error("server: panic in a request", "endpoint", endpointNames[ep], "episode", id, "panic", pe.Value, "stack", string(pe.Stack))
 	if id != "" {
-		s.mu.Lock()
-		st := s.episodes[id]
-		delete(s.episodes, id)
-		s.metrics.active.Store(int64(len(s.episodes)))
-		s.mu.Unlock()
-		if st != nil {
-			if err := s.endOpen(id, st, true); err != nil {
-				s.log.Error("server: ending the episode of a failed request", "episode", id, "err", err)
-			}
+		switch err := s.eps.TruncateEpisode(id); {
+		case err == nil:
+			s.metrics.truncated.Add(1)
+			s.metrics.active.Store(int64(s.eps.Running()))
+		case !errors.Is(err, externalenv.ErrEpisodeDone) && !errors.Is(err, externalenv.ErrEpisodeNotFound):
+			s.log.Error("server: ending the episode of a failed request", "episode", id, "err", err)
 		}
 	}
 	return writeError(w, http.StatusInternalServerError, wire.CodeInternal, "internal error: the request failed and its episode was ended (the server's log has the details)")

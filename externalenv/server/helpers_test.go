@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -65,7 +66,7 @@ func newHarness(tb testing.TB, o harnessOptions) *harness {
 	if o.multi {
 		e, err := externalenv.NewMultiAgent(externalenv.MultiAgentOptions{ObservationSpace: o.env.ObservationSpace,
 			ActionSpace: o.env.ActionSpace, MaxConcurrentEpisodes: o.env.MaxConcurrentEpisodes, Timeout: o.env.Timeout,
-			MaxBatch: o.env.MaxBatch})
+			MaxBatch: o.env.MaxBatch, MaxAgents: cmp.Or(o.server.MaxAgents, server.DefaultMaxAgents)})
 		require.NoError(tb, err)
 		o.server.MultiAgentEnv = e
 		be, numEnvs = e, e.NumEnvs()

@@ -13,32 +13,16 @@ import (
 	"github.com/onnxrl/sampler/spaces"
 )
 
-// agentState is what the server keeps of one agent of a multi-agent episode.
-type agentState struct {
-	last  []float32
-	done  bool // marked done by /returns
-	ended bool // its final observation was reported
+// multiAgent is the episode endpoints over an ExternalMultiAgentEnv (see episodeAPI).
+type multiAgent struct {
+	s   *Server
+	env *externalenv.ExternalMultiAgentEnv
 }
 
 // agentRef locates one agent's value in a request's flat buffer.
 type agentRef struct {
 	id       string
 	off, end int
-}
-
-// openAgent returns an agent that has reported an observation and not ended, or nil.
-func (ep *episodeState) openAgent() (string, *agentState) {
-	ids := make([]string, 0, len(ep.agents))
-	for id, a := range ep.agents {
-		if !a.ended && a.last != nil {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return "", nil
-	}
-	slices.Sort(ids) // deterministic
-	return ids[0], ep.agents[ids[0]]
 }
 
 // decodeAgents reads an object of agent id -> value of space sp, appending the values to
@@ -113,27 +97,6 @@ func (s *Server) decodeObsMA(b *reqBuf, other func(key []byte) (bool, error)) er
 	return nil
 }
 
-// checkAgents refuses observations that would take episode id beyond s.maxAgents agents in
-// all (agents join during an episode, so one request under the bound is not enough).
-func (s *Server) checkAgents(id string, obs map[string][]float32) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ep := s.episodes[id]
-	if ep == nil {
-		return nil // the env says what is wrong
-	}
-	n := len(ep.agents)
-	for agent := range obs {
-		if _, ok := ep.agents[agent]; !ok {
-			n++
-		}
-	}
-	if n > s.maxAgents {
-		return badRequest("episode %q would have %d agents, at most %d allowed (the server's --max-agents)", id, n, s.maxAgents)
-	}
-	return nil
-}
-
 // agentKey checks one agent id of a /returns object.
 func (s *Server) agentKey(key []byte, seen int) error {
 	if len(key) > MaxAgentIDBytes {
@@ -145,45 +108,14 @@ func (s *Server) agentKey(key []byte, seen int) error {
 	return nil
 }
 
-// seenMA records the agents' last observations after a report: agents marked done end in it.
-func (s *Server) seenMA(id string, obs map[string][]float32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ep := s.episodes[id]
-	if ep == nil {
-		return
-	}
-	if ep.agents == nil {
-		ep.agents = map[string]*agentState{}
-	}
-	for _, a := range ep.agents {
-		if a.done {
-			a.ended = true // in this report, with its observation or its last one repeated
-		}
-	}
-	for agent, o := range obs {
-		a := ep.agents[agent]
-		if a == nil {
-			a = &agentState{}
-			ep.agents[agent] = a
-		}
-		a.last = append(a.last[:0], o...)
-	}
-}
-
-// getActionMA: POST /v1/episodes/{id}/action {"observation": {agent: obs}}
+// action: POST /v1/episodes/{id}/action {"observation": {agent: obs}}
 // -> 200 {"action": {agent: action}} for the agents that act (those not marked done).
-func (s *Server) getActionMA(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error) {
+func (a multiAgent) action(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error) {
+	s := a.s
 	if err := s.decodeObsMA(b, nil); err != nil {
 		return 0, err
 	}
-	if err := s.checkAgents(id, b.obsMap); err != nil {
-		return 0, err
-	}
-	acts, err := s.ma.GetAction(r.Context(), id, b.obsMap)
-	if reported(err) {
-		s.seenMA(id, b.obsMap)
-	}
+	acts, err := a.env.GetAction(r.Context(), id, b.obsMap)
 	if err != nil {
 		return 0, err
 	}
@@ -206,9 +138,10 @@ func (s *Server) getActionMA(b *reqBuf, id string, r *http.Request, w http.Respo
 	return writeJSON(w, http.StatusOK, b.out), nil
 }
 
-// logActionMA: POST /v1/episodes/{id}/log_action {"observation": {agent: obs},
+// logAction: POST /v1/episodes/{id}/log_action {"observation": {agent: obs},
 // "action": {agent: action}} -> 204.
-func (s *Server) logActionMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+func (a multiAgent) logAction(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	s := a.s
 	if b.actMap == nil {
 		b.actMap = map[string][]float32{}
 	}
@@ -228,22 +161,19 @@ func (s *Server) logActionMA(b *reqBuf, id string, w http.ResponseWriter) (int, 
 	if !gotAct {
 		return 0, badRequest(`missing member "action" (an object of agent id -> action)`)
 	}
-	if err := s.checkAgents(id, b.obsMap); err != nil {
+	if err := a.env.LogAction(id, b.obsMap, b.actMap); err != nil {
 		return 0, err
 	}
-	if err := s.ma.LogAction(id, b.obsMap, b.actMap); err != nil {
-		return 0, err
-	}
-	s.seenMA(id, b.obsMap)
 	clear(b.obsMap)
 	clear(b.actMap)
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
 }
 
-// logReturnsMA: POST /v1/episodes/{id}/returns {"reward": {agent: r}, "done"?: {agent: bool},
+// returns: POST /v1/episodes/{id}/returns {"reward": {agent: r}, "done"?: {agent: bool},
 // "info"?: {agent: {...}}} -> 204; "rewards" and "dones" (RLlib's names) are accepted too.
-func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+func (a multiAgent) returns(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	s := a.s
 	d := &b.dec
 	rewards := map[string]float64{}
 	var dones map[string]bool
@@ -292,19 +222,8 @@ func (s *Server) logReturnsMA(b *reqBuf, id string, w http.ResponseWriter) (int,
 	if !got {
 		return 0, badRequest(`missing member "reward" (an object of agent id -> reward)`)
 	}
-	if err := s.ma.LogReturns(id, rewards, dones, info); err != nil {
+	if err := a.env.LogReturns(id, rewards, dones, info); err != nil {
 		return 0, err
-	}
-	if len(dones) > 0 {
-		s.mu.Lock()
-		if ep := s.episodes[id]; ep != nil {
-			for agent, done := range dones {
-				if a := ep.agents[agent]; a != nil && done {
-					a.done = true
-				}
-			}
-		}
-		s.mu.Unlock()
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
@@ -336,27 +255,25 @@ func decodeInfoMA(d *wire.Decoder) (env.Info, error) {
 	return info, nil
 }
 
-// endEpisodeMA: POST /v1/episodes/{id}/end {"observation": {agent: obs}, "truncated"?} -> 204.
-func (s *Server) endEpisodeMA(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+// end: POST /v1/episodes/{id}/end {"observation": {agent: obs}, "truncated"?} -> 204.
+func (a multiAgent) end(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
+	s := a.s
 	truncated := false
 	if err := s.decodeObsMA(b, func(key []byte) (bool, error) {
 		return truncatedMember(&b.dec, key, &truncated)
 	}); err != nil {
 		return 0, err
 	}
-	if err := s.checkAgents(id, b.obsMap); err != nil {
-		return 0, err
-	}
-	end := s.ma.EndEpisode
+	end := a.env.EndEpisode
 	if truncated {
-		end = s.ma.EndEpisodeTruncated
+		end = a.env.EndEpisodeTruncated
 	}
 	err := end(id, b.obsMap)
 	clear(b.obsMap)
 	if err != nil {
 		return 0, err
 	}
-	s.ended(id)
+	s.ended()
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent, nil
 }

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/externalenv"
 	"github.com/onnxrl/sampler/externalenv/server/wire"
 	"github.com/onnxrl/sampler/spaces"
@@ -47,8 +46,9 @@ type Options struct {
 	// IdleTimeout ends an episode (truncated, recorded, its slot freed) once it has had no
 	// request for this long; 0 means DefaultIdleTimeout, negative means never.
 	IdleTimeout time.Duration
-	// MaxAgents bounds the agents of one multi-agent episode (400 beyond); 0 means
-	// DefaultMaxAgents.
+	// MaxAgents bounds the agents of one multi-agent request (400 beyond); 0 means
+	// DefaultMaxAgents. The bound on a whole episode is the env's
+	// (externalenv.MultiAgentOptions.MaxAgents, also a 400).
 	MaxAgents int
 	// MaxBodiesInFlight bounds the request body bytes read or held at once (503 beyond, to
 	// retry); 0 means DefaultMaxBodiesInFlight.
@@ -62,8 +62,9 @@ type Options struct {
 // stateless batched inference over an Actor, and the spaces, health and metrics endpoints
 // (see the package documentation for the API). ServeHTTP is safe for concurrent use.
 type Server struct {
-	env      *externalenv.ExternalEnv
-	ma       *externalenv.ExternalMultiAgentEnv
+	eps      episodeEnv // the env, single- or multi-agent
+	api      episodeAPI // its episode endpoints, chosen in New
+	multi    bool
 	obsSpace spaces.Space
 	actSpace spaces.Space
 	obsSize  int
@@ -74,9 +75,7 @@ type Server struct {
 	log      *slog.Logger
 	spaces   []byte // the /v1/spaces body
 
-	mu       sync.Mutex
-	episodes map[string]*episodeState
-	closed   atomic.Bool // set under mu
+	closed atomic.Bool
 
 	runDone   chan struct{} // closed by Close: the env's run loop returns
 	closeOnce sync.Once
@@ -92,17 +91,25 @@ type Server struct {
 	access     Access
 }
 
-// episodeState is what the server keeps of a running episode: its last observation, so
-// that Close can end it.
-type episodeState struct {
-	last []float32
-	seen bool // an observation was reported
-	// For the idle timeout: requests in flight, and when the last one started or ended
-	// (UnixNano).
-	busy    int
-	touched int64
-	// Multi-agent: the agents that reported, by id.
-	agents map[string]*agentState
+// episodeEnv is what the single- and multi-agent ExternalEnv share (their common base): the
+// server keeps no state of its own about episodes and asks the env.
+type episodeEnv interface {
+	ObservationSpace() spaces.Space
+	ActionSpace() spaces.Space
+	StartEpisode(id string, trainingEnabled bool) (string, error)
+	TruncateEpisode(id string) error
+	TruncateAll() (int, error)
+	TruncateIdle(idle time.Duration, now time.Time) int
+	Running() int
+}
+
+// episodeAPI is the episode endpoints that differ between the single- and the multi-agent
+// form (singleAgent, multiAgent): New picks one, and the handlers never ask which.
+type episodeAPI interface {
+	action(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error)
+	logAction(b *reqBuf, id string, w http.ResponseWriter) (int, error)
+	returns(b *reqBuf, id string, w http.ResponseWriter) (int, error)
+	end(b *reqBuf, id string, w http.ResponseWriter) (int, error)
 }
 
 // reqBuf holds one request's buffers; they are pooled.
@@ -136,10 +143,8 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: MaxAgents %d, want >= 0", opts.MaxAgents)
 	}
 	s := &Server{
-		env: opts.Env, ma: opts.MultiAgentEnv,
 		actor: opts.Actor, maxBody: opts.MaxBodyBytes, metrics: opts.Metrics, log: opts.Logger,
-		episodes: map[string]*episodeState{}, runDone: make(chan struct{}),
-		idle: opts.IdleTimeout, maxAgents: opts.MaxAgents, reaperDone: make(chan struct{}),
+		runDone: make(chan struct{}), idle: opts.IdleTimeout, maxAgents: opts.MaxAgents, reaperDone: make(chan struct{}),
 	}
 	switch {
 	case s.idle == 0:
@@ -155,11 +160,12 @@ func New(opts Options) (*Server, error) {
 		s.budget.limit = DefaultMaxBodiesInFlight
 	}
 	s.access = opts.Access.normalized()
-	if s.env != nil {
-		s.obsSpace, s.actSpace = s.env.ObservationSpace(), s.env.ActionSpace()
+	if opts.Env != nil {
+		s.eps, s.api = opts.Env, singleAgent{s, opts.Env}
 	} else {
-		s.obsSpace, s.actSpace = s.ma.ObservationSpace(), s.ma.ActionSpace()
+		s.eps, s.api, s.multi = opts.MultiAgentEnv, multiAgent{s, opts.MultiAgentEnv}, true
 	}
+	s.obsSpace, s.actSpace = s.eps.ObservationSpace(), s.eps.ActionSpace()
 	s.obsSize, s.actSize = s.obsSpace.Size(), s.actSpace.Size()
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -175,7 +181,7 @@ func New(opts Options) (*Server, error) {
 		Act        spaces.Space `json:"action_space"`
 		MultiAgent bool         `json:"multi_agent"`
 		HasAct     bool         `json:"act"`
-	}{s.obsSpace, s.actSpace, s.ma != nil, s.actor != nil})
+	}{s.obsSpace, s.actSpace, s.multi, s.actor != nil})
 	if err != nil {
 		return nil, fmt.Errorf("server: spaces: %w", err)
 	}
@@ -189,10 +195,10 @@ func New(opts Options) (*Server, error) {
 		}
 		return nil
 	}
-	if s.env != nil {
-		s.env.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error { return run(ctx) })
+	if opts.Env != nil {
+		opts.Env.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error { return run(ctx) })
 	} else {
-		s.ma.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalMultiAgentEnv) error { return run(ctx) })
+		opts.MultiAgentEnv.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalMultiAgentEnv) error { return run(ctx) })
 	}
 	if s.idle > 0 {
 		go s.reap()
@@ -213,25 +219,16 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // request in flight). It is safe to call more than once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
 		s.closed.Store(true)
-		open := s.episodes
-		s.episodes = map[string]*episodeState{}
-		s.metrics.active.Store(0)
-		s.mu.Unlock()
-		var errs []error
-		for id, ep := range open {
-			err := s.endOpen(id, ep, false)
-			if errors.Is(err, externalenv.ErrStopped) {
-				break // the sampler failed and the env was stopped: nothing can be recorded
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
+		// ErrStopped: the sampler failed and the env was stopped: nothing can be recorded.
+		n, err := s.eps.TruncateAll()
+		s.metrics.truncated.Add(int64(n))
+		s.metrics.active.Store(int64(s.eps.Running()))
+		if err != nil && !errors.Is(err, externalenv.ErrStopped) {
+			s.closeErr = fmt.Errorf("server: ending the open episodes: %w", err)
 		}
 		close(s.runDone)
 		<-s.reaperDone
-		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }
@@ -310,10 +307,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (endpoint, int) {
 //
 // A panic in a handler is answered 500 (see recoverRequest); its buffers are dropped.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id string) (code int) {
-	if id != "" {
-		s.touch(id, 1)
-		defer s.touch(id, -1)
-	}
 	b := s.bufs.Get().(*reqBuf)
 	defer func() {
 		if v := recover(); v != nil {
@@ -344,29 +337,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, ep endpoint, id 
 	case epStart:
 		code, err = s.startEpisode(b, w)
 	case epAction:
-		if s.ma != nil {
-			code, err = s.getActionMA(b, id, r, w)
-		} else {
-			code, err = s.getAction(b, id, r, w)
-		}
+		code, err = s.api.action(b, id, r, w)
 	case epLogAction:
-		if s.ma != nil {
-			code, err = s.logActionMA(b, id, w)
-		} else {
-			code, err = s.logAction(b, id, w)
-		}
+		code, err = s.api.logAction(b, id, w)
 	case epReturns:
-		if s.ma != nil {
-			code, err = s.logReturnsMA(b, id, w)
-		} else {
-			code, err = s.logReturns(b, id, w)
-		}
+		code, err = s.api.returns(b, id, w)
 	case epEnd:
-		if s.ma != nil {
-			code, err = s.endEpisodeMA(b, id, w)
-		} else {
-			code, err = s.endEpisode(b, id, w)
-		}
+		code, err = s.api.end(b, id, w)
 	case epAct:
 		code, err = s.act(b, r, w)
 	}
@@ -490,7 +467,7 @@ func status(err error) (int, string) {
 	switch {
 	case errors.As(err, &se):
 		return http.StatusBadRequest, wire.CodeBadRequest
-	case errors.Is(err, errBadRequest):
+	case errors.Is(err, errBadRequest), errors.Is(err, externalenv.ErrTooManyAgents):
 		return http.StatusBadRequest, wire.CodeBadRequest
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge
@@ -535,9 +512,7 @@ func status(err error) (int, string) {
 var errNoActor = errors.New("server: /v1/act is not available: the server has no stateless policy")
 
 func (s *Server) health(w http.ResponseWriter) int {
-	s.mu.Lock()
-	closed, n := s.closed.Load(), len(s.episodes)
-	s.mu.Unlock()
+	closed, n := s.closed.Load(), s.eps.Running()
 	if closed {
 		return writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"shutting down"}`))
 	}
@@ -624,21 +599,11 @@ func (s *Server) startEpisode(b *reqBuf, w http.ResponseWriter) (int, error) {
 			return 0, err
 		}
 	}
-	var err error
-	if s.env != nil {
-		id, err = s.env.StartEpisode(id, training)
-	} else {
-		id, err = s.ma.StartEpisode(id, training)
-	}
+	id, err := s.eps.StartEpisode(id, training)
 	if err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	if !s.closed.Load() {
-		s.episodes[id] = &episodeState{touched: time.Now().UnixNano()}
-		s.metrics.active.Store(int64(len(s.episodes)))
-	}
-	s.mu.Unlock()
+	s.metrics.active.Store(int64(s.eps.Running()))
 	s.metrics.started.Add(1)
 	b.out = append(b.out[:0], `{"episode_id":`...)
 	b.out = wire.AppendString(b.out, id)
@@ -672,143 +637,6 @@ func (s *Server) decodeObs(b *reqBuf, other func(key []byte) (bool, error)) erro
 	return checkValue(externalenv.ErrBadObservation, "observation", s.obsSpace, b.obs)
 }
 
-// seen records the episode's last reported observation.
-func (s *Server) seen(id string, obs []float32) {
-	s.mu.Lock()
-	if ep := s.episodes[id]; ep != nil {
-		ep.last = append(ep.last[:0], obs...)
-		ep.seen = true
-	}
-	s.mu.Unlock()
-}
-
-// reported reports whether err leaves the observation of a GetAction reported to the
-// sampler (or taken back with the reward kept): the episode's last observation either way.
-func reported(err error) bool {
-	return err == nil || errors.Is(err, externalenv.ErrTimeout) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, context.DeadlineExceeded)
-}
-
-// getAction: POST /v1/episodes/{id}/action {"observation"} -> 200 {"action"}.
-func (s *Server) getAction(b *reqBuf, id string, r *http.Request, w http.ResponseWriter) (int, error) {
-	if err := s.decodeObs(b, nil); err != nil {
-		return 0, err
-	}
-	act, err := s.env.GetAction(r.Context(), id, b.obs)
-	if reported(err) {
-		s.seen(id, b.obs)
-	}
-	if err != nil {
-		return 0, err
-	}
-	b.out = append(b.out[:0], `{"action":`...)
-	b.out = wire.AppendValue(b.out, s.actSpace, act)
-	b.out = append(b.out, '}')
-	return writeJSON(w, http.StatusOK, b.out), nil
-}
-
-// logAction: POST /v1/episodes/{id}/log_action {"observation", "action"} -> 204.
-func (s *Server) logAction(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
-	d := &b.dec
-	b.act = b.act[:0]
-	gotAct := false
-	err := s.decodeObs(b, func(key []byte) (bool, error) {
-		if string(key) != "action" {
-			return false, nil
-		}
-		var err error
-		b.act, err = d.Value(b.act[:0], s.actSpace)
-		gotAct = true
-		return true, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	if !gotAct {
-		return 0, badRequest(`missing member "action"`)
-	}
-	if err := checkValue(externalenv.ErrBadAction, "action", s.actSpace, b.act); err != nil {
-		return 0, err
-	}
-	if err := s.env.LogAction(id, b.obs, b.act); err != nil {
-		return 0, err
-	}
-	s.seen(id, b.obs)
-	w.WriteHeader(http.StatusNoContent)
-	return http.StatusNoContent, nil
-}
-
-// decodeInfo reads an info object (or null) with encoding/json: infos are free-form and rare.
-func decodeInfo(d *wire.Decoder) (env.Info, error) {
-	if d.Null() {
-		return nil, nil
-	}
-	raw, err := d.Raw()
-	if err != nil {
-		return nil, err
-	}
-	var info env.Info
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return nil, badRequest("info: %s", jsonProblem(err, "an object"))
-	}
-	return info, nil
-}
-
-// logReturns: POST /v1/episodes/{id}/returns {"reward", "info"?} -> 204.
-func (s *Server) logReturns(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
-	d := &b.dec
-	var reward float64
-	var info env.Info
-	got := false
-	err := member(d, func(key []byte) (bool, error) {
-		var err error
-		switch string(key) {
-		case "reward":
-			reward, err = d.Float64()
-			got = true
-		case "info":
-			info, err = decodeInfo(d)
-		default:
-			return false, nil
-		}
-		return true, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	if !got {
-		return 0, badRequest(`missing member "reward"`)
-	}
-	if err := checkReward(reward, nil); err != nil {
-		return 0, err
-	}
-	if err := s.env.LogReturns(id, reward, info); err != nil {
-		return 0, err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return http.StatusNoContent, nil
-}
-
-// endEpisode: POST /v1/episodes/{id}/end {"observation", "truncated"?} -> 204.
-func (s *Server) endEpisode(b *reqBuf, id string, w http.ResponseWriter) (int, error) {
-	truncated := false
-	if err := s.decodeObs(b, func(key []byte) (bool, error) {
-		return truncatedMember(&b.dec, key, &truncated)
-	}); err != nil {
-		return 0, err
-	}
-	end := s.env.EndEpisode
-	if truncated {
-		end = s.env.EndEpisodeTruncated
-	}
-	if err := end(id, b.obs); err != nil {
-		return 0, err
-	}
-	s.ended(id)
-	w.WriteHeader(http.StatusNoContent)
-	return http.StatusNoContent, nil
-}
-
 // truncatedMember reads the "truncated" member of /end.
 func truncatedMember(d *wire.Decoder, key []byte, truncated *bool) (bool, error) {
 	if string(key) != "truncated" {
@@ -822,13 +650,9 @@ func truncatedMember(d *wire.Decoder, key []byte, truncated *bool) (bool, error)
 	return true, err
 }
 
-func (s *Server) ended(id string) {
-	s.mu.Lock()
-	if _, ok := s.episodes[id]; ok {
-		delete(s.episodes, id)
-		s.metrics.active.Store(int64(len(s.episodes)))
-	}
-	s.mu.Unlock()
+// ended counts an episode ended by its client.
+func (s *Server) ended() {
+	s.metrics.active.Store(int64(s.eps.Running()))
 	s.metrics.ended.Add(1)
 }
 

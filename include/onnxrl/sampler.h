@@ -138,7 +138,9 @@ int onnxrl_episode_get_actions(onnxrl_env *e, const char *const *episode_ids, in
                                const float *obs, float *actions);
 
 /* Reports obs with the action the simulator took itself (recorded instead of the policy's).
-   Does not wait. */
+   Returns once obs is queued; while the episode's previous logged observation is not
+   answered by the sampler yet, it first waits (back-pressure, as RLlib's log_action), and
+   fails with ONNXRL_ERR_TIMEOUT after the env's timeout, recording nothing. */
 int onnxrl_episode_log_action(onnxrl_env *e, const char *episode_id, const float *obs,
                               const float *action);
 
