@@ -6,8 +6,11 @@
 // # Parquet
 //
 // One row group is one MultiAgentBatch (its policies' rows one after the other, module_id
-// telling them apart); pages are compressed with zstd (level 1) unless Options.Compression
-// says otherwise. The file's key-value metadata holds Options.Metadata (see Source for the
+// telling them apart), written column by column from the batches' own slices with Parquet's
+// column writers (the schema is what pqarrow makes of the arrowbatch schema, which is stored
+// too, so Arrow readers give fixed-size lists back). Data pages (version 2, 16 KiB) are
+// compressed with Snappy unless Options.Compression says otherwise; vector columns have no
+// statistics. The file's key-value metadata holds Options.Metadata (see Source for the
 // keys the sampler writes) and MetaEnvSteps, the EnvSteps of each row group, with which
 // ReadParquet gives the batches back as they were written. Every batch of a file must have
 // the columns of its first (arrowbatch.Layout). A run of no batches leaves a valid file of

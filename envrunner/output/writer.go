@@ -40,7 +40,7 @@ type Options struct {
 	// Format is the file format; FormatAuto (the zero value) takes it from the path's
 	// extension (see FormatOf).
 	Format Format
-	// Compression is the codec of Parquet files (Zstd when zero); JSON lines are not
+	// Compression is the codec of Parquet files (Snappy when zero); JSON lines are not
 	// compressed.
 	Compression Compression
 	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
