@@ -155,7 +155,7 @@ func (o *envOptions) outputOptions() (output.Options, error) {
 	}
 	c, err := output.ParseCompression(o.Compression)
 	if err != nil {
-		return output.Options{}, fmt.Errorf("\"compression\" %q: want zstd, snappy or none", o.Compression)
+		return output.Options{}, fmt.Errorf("\"compression\" %q: want snappy, zstd or none", o.Compression)
 	}
 	return output.Options{MaxFileSize: o.MaxFileSize, Format: f, Compression: c}, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/onnxrl/sampler/envrunner/output"
 )
 
-const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|parquet] [--compression zstd|snappy|none] [--max-file-size SIZE]"
+const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|parquet] [--compression snappy|zstd|none] [--max-file-size SIZE]"
 
 // runConvert copies sample files from one format to the other: JSON lines (RLlib's old
 // JsonReader) to Parquet (its offline data API) and back, batch by batch. Several inputs (the

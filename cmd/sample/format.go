@@ -15,7 +15,7 @@ type outputFlags struct {
 
 func (o *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.format, "format", "auto", "output format: parquet, json (JSON lines), or auto (from the extension: .parquet is Parquet, anything else JSON lines)")
-	fs.StringVar(&o.compression, "compression", "zstd", "Parquet compression: zstd, snappy or none")
+	fs.StringVar(&o.compression, "compression", "snappy", "Parquet compression: snappy, zstd or none")
 }
 
 // options returns the writer options for path.

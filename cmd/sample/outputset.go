@@ -7,11 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/onnxrl/sampler/envrunner/output"
 )
 
 // outputSet returns the files of an earlier run that a run writing to path would mix with:
-// path itself and its rotated files (output.RotatedName: x-000001.jsonl, ...). Only regular
-// files count: --out /dev/stdout or a named pipe is not an earlier run's data.
+// path itself and its rotated files (output.RotatedName: x-000001.jsonl, ...), and for a
+// Parquet path (by its extension) the policies' file sets too (output.PolicyPath:
+// x-<policy>.parquet, x-<policy>-000001.parquet, ...). Only regular files count: --out
+// /dev/stdout or a named pipe is not an earlier run's data.
 func outputSet(path string) ([]string, error) {
 	var set []string
 	if fi, err := os.Stat(path); err == nil {
@@ -24,14 +28,22 @@ func outputSet(path string) ([]string, error) {
 	}
 	ext := filepath.Ext(path)
 	stem := path[:len(path)-len(ext)]
-	matches, err := filepath.Glob(globEscape(stem) + "-[0-9][0-9][0-9][0-9][0-9][0-9]*" + globEscape(ext))
+	parquet := output.FormatOf(path) == output.FormatParquet
+	pattern := "-[0-9][0-9][0-9][0-9][0-9][0-9]*"
+	if parquet {
+		pattern = "-?*"
+	}
+	matches, err := filepath.Glob(globEscape(stem) + pattern + globEscape(ext))
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range matches {
-		digits := strings.TrimSuffix(strings.TrimPrefix(m, stem+"-"), ext)
-		if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() &&
-			len(digits) >= 6 && strings.Trim(digits, "0123456789") == "" {
+		mid := strings.TrimSuffix(strings.TrimPrefix(m, stem+"-"), ext)
+		ours := len(mid) >= 6 && strings.Trim(mid, "0123456789") == ""
+		if parquet {
+			ours = strings.Trim(mid, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == ""
+		}
+		if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() && ours {
 			set = append(set, m)
 		}
 	}

@@ -3,6 +3,7 @@ package arrowbatch
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -88,7 +89,7 @@ func (bd *Builder) Build(m *envrunner.MultiAgentBatch, meta map[string]string) (
 		bd.actInts = bd.actInts[:0]
 		for _, b := range batches {
 			for _, v := range b.Actions {
-				bd.actInts = append(bd.actInts, intAction(v))
+				bd.actInts = append(bd.actInts, IntAction(v))
 			}
 		}
 		add(arrow.Int64Traits.CastToBytes(bd.actInts))
@@ -140,9 +141,9 @@ func sameMeta(a, b map[string]string) bool {
 	return true
 }
 
-// intAction converts an action of an integer space; a value that is not an integer cannot
+// IntAction converts an action of an integer space; a value that is not an integer cannot
 // come from a valid action and is truncated (NaN gives 0).
-func intAction(v float32) int64 {
+func IntAction(v float32) int64 {
 	f := float64(v)
 	switch {
 	case f != f:
@@ -211,24 +212,31 @@ func (bd *Builder) moduleIDs(batches []*envrunner.SampleBatch, n int) arrow.Arra
 	return array.MakeFromData(data)
 }
 
-// seqLensPerRow spreads the batches' seq_lens over the rows: the length on the first row of
-// each sequence, 0 on the others.
+// seqLensPerRow spreads the batches' seq_lens over the rows (see AppendSeqLensPerRow).
 func (bd *Builder) seqLensPerRow(batches []*envrunner.SampleBatch, n int) []int32 {
 	buf := bd.seqLens[:0]
-	buf = append(buf, make([]int32, n)...)
-	r := 0
 	for _, b := range batches {
-		start := r
-		for _, l := range b.SeqLens {
-			if r < start+b.Count {
-				buf[r] = l
-			}
-			r += int(l)
-		}
-		r = start + b.Count
+		buf = AppendSeqLensPerRow(buf, b)
 	}
 	bd.seqLens = buf
 	return buf
+}
+
+// AppendSeqLensPerRow appends b.Count values to dst, the seq_lens column of b's rows: the
+// length of each sequence on its first row, 0 on the other rows. Lengths that run past
+// b.Count are cut there.
+func AppendSeqLensPerRow(dst []int32, b *envrunner.SampleBatch) []int32 {
+	start := len(dst)
+	dst = slices.Grow(dst, b.Count)[:start+b.Count]
+	clear(dst[start:])
+	r := 0
+	for _, l := range b.SeqLens {
+		if r >= 0 && r < b.Count {
+			dst[start+r] = l
+		}
+		r += int(l)
+	}
+	return dst
 }
 
 // newArray wraps data as an array of type t and n rows: a primitive column, a fixed-size

@@ -6,12 +6,23 @@
 // # Parquet
 //
 // One row group is one MultiAgentBatch (its policies' rows one after the other, module_id
-// telling them apart); pages are compressed with zstd (level 1) unless Options.Compression
-// says otherwise. The file's key-value metadata holds Options.Metadata (see Source for the
+// telling them apart), written column by column from the batches' own slices with Parquet's
+// column writers (the schema is what pqarrow makes of the arrowbatch schema, which is stored
+// too, so Arrow readers give fixed-size lists back). Data pages (version 2, 16 KiB) are
+// compressed with Snappy unless Options.Compression says otherwise; vector columns have no
+// statistics. The file's key-value metadata holds Options.Metadata (see Source for the
 // keys the sampler writes) and MetaEnvSteps, the EnvSteps of each row group, with which
-// ReadParquet gives the batches back as they were written. Every batch of a file must have
-// the columns of its first (arrowbatch.Layout). A run of no batches leaves a valid file of
-// no rows.
+// ReadParquet gives the batches back as they were written. A run of no batches leaves a
+// valid file of no rows.
+//
+// A Parquet file holds one layout (arrowbatch.Layout: the widths and optional columns). The
+// file at the path gets the policies whose columns are those of the first policy placed (the
+// first id, in sorted order, of the first batch with rows); a policy with other columns (an
+// LSTM beside MLPs, another observation size) gets a file set of its own, PolicyPath:
+// x-<policy>.parquet, rotated into x-<policy>-000001.parquet, .... A policy stays where its
+// first rows went. Each batch gives one row group to each file set it has rows for, with the
+// batch's EnvSteps; so a reader of one policy's files reads x-<policy>*.parquet, and a reader
+// of all reads every file. JSON lines hold any mix of policies in one file.
 //
 // # JSON lines
 //

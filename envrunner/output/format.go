@@ -64,23 +64,25 @@ func (f Format) Resolve(path string) Format {
 type Compression int
 
 const (
-	// Zstd (level 1): CartPole rows take 45 bytes (BenchmarkWriter), 15% less than Snappy.
-	Zstd Compression = iota
-	// Snappy: 53 bytes a CartPole row, and a little faster.
-	Snappy
+	// Snappy (the default; the fast block encoder): 53 bytes a CartPole row. The writer
+	// spends about 40 ns a row in it, a fifth of what zstd takes (BenchmarkWriter, pprof).
+	Snappy Compression = iota
+	// Zstd (level 1): 46 bytes a CartPole row, 13% less than Snappy, for about 200 ns a row
+	// of the writer's time.
+	Zstd
 	// Uncompressed pages.
 	Uncompressed
 )
 
-// ParseCompression reads zstd, snappy or none.
+// ParseCompression reads snappy (also ""), zstd or none.
 func ParseCompression(s string) (Compression, error) {
 	switch strings.ToLower(s) {
-	case "", "zstd":
-		return Zstd, nil
-	case "snappy":
+	case "", "snappy":
 		return Snappy, nil
+	case "zstd":
+		return Zstd, nil
 	case "none", "uncompressed":
 		return Uncompressed, nil
 	}
-	return Zstd, fmt.Errorf("output: unknown compression %q (want zstd, snappy or none)", s)
+	return Snappy, fmt.Errorf("output: unknown compression %q (want snappy, zstd or none)", s)
 }

@@ -80,24 +80,130 @@ func TestParquetMultiPolicy(t *testing.T) {
 	}
 }
 
-// TestParquetLayoutMismatch: policies with different columns are one clear error.
-func TestParquetLayoutMismatch(t *testing.T) {
+// lstmBatch is a CartPole batch of a recurrent policy with a wider observation: two states
+// of width 3, sequences of up to 4 rows.
+func lstmBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
+	b := cartPoleBatch(rng, n)
+	b.ObsWidth = 6
+	b.Obs, b.NewObs = randomFloats(rng, 6*n), randomFloats(rng, 6*n)
+	b.StateWidths = []int{3, 3}
+	b.StateIn = [][]float32{randomFloats(rng, 3*n), randomFloats(rng, 3*n)}
+	b.StateOut = [][]float32{randomFloats(rng, 3*n), randomFloats(rng, 3*n)}
+	for left := n; left > 0; left -= 4 {
+		b.SeqLens = append(b.SeqLens, int32(min(4, left)))
+	}
+	return b
+}
+
+// TestParquetPolicyFiles: in one run, policies with other columns than the first layout
+// written (an LSTM beside two MLPs) go to file sets of their own, x-<policy>.parquet,
+// rotated like the main one; each file reads back to exactly its policies' rows, with the
+// env steps of the batch they came from.
+func TestParquetPolicyFiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.parquet")
+	w, err := NewWriter(path, Options{MaxFileSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*envrunner.MultiAgentBatch
+	for i := range 3 {
+		m := &envrunner.MultiAgentBatch{EnvSteps: 40 + i}
+		*m.Policy("a_mlp") = *cartPoleBatch(rng, 10+i)
+		*m.Policy("b_mlp") = *cartPoleBatch(rng, 5)
+		if i != 1 {
+			*m.Policy("lstm/x") = *lstmBatch(rng, 7)
+		}
+		for _, b := range m.PolicyBatches {
+			m.AgentSteps += b.Count
+		}
+		want = append(want, m)
+		if err := w.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lstm := filepath.Join(dir, "m-lstm_x.parquet")
+	wantFiles := []string{path, lstm, RotatedName(path, 1), RotatedName(path, 2), RotatedName(lstm, 1)}
+	if got := w.Files(); strings.Join(got, " ") != strings.Join(wantFiles, " ") {
+		t.Fatalf("files %v, want %v", got, wantFiles)
+	}
+	read := func(names ...string) []*envrunner.MultiAgentBatch {
+		var got []*envrunner.MultiAgentBatch
+		for _, name := range names {
+			if err := ReadParquet(name, func(m *envrunner.MultiAgentBatch) error {
+				got = append(got, m)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
+	}
+	only := func(m *envrunner.MultiAgentBatch, ids ...string) *envrunner.MultiAgentBatch {
+		o := &envrunner.MultiAgentBatch{EnvSteps: m.EnvSteps, PolicyBatches: map[string]*envrunner.SampleBatch{}}
+		for _, id := range ids {
+			if b := m.PolicyBatches[id]; b != nil {
+				o.PolicyBatches[id] = b
+				o.AgentSteps += b.Count
+			}
+		}
+		return o
+	}
+	mains := read(path, RotatedName(path, 1), RotatedName(path, 2))
+	lstms := read(lstm, RotatedName(lstm, 1))
+	if len(mains) != 3 || len(lstms) != 2 {
+		t.Fatalf("%d main and %d LSTM batches back, want 3 and 2", len(mains), len(lstms))
+	}
+	for i, m := range want {
+		if d := diffMulti(only(m, "a_mlp", "b_mlp"), mains[i], true); d != "" {
+			t.Errorf("main batch %d: %s", i, d)
+		}
+	}
+	for i, j := range []int{0, 2} {
+		if d := diffMulti(only(want[j], "lstm/x"), lstms[i], true); d != "" {
+			t.Errorf("LSTM batch %d: %s", i, d)
+		}
+	}
+}
+
+// TestParquetLayoutChange: a policy stays in the file set where its first rows went; when its
+// columns change later, that is one clear error naming the file and the columns.
+func TestParquetLayoutChange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	m := &envrunner.MultiAgentBatch{}
-	*m.Policy("a") = *cartPoleBatch(rng, 3)
-	b := cartPoleBatch(rng, 3)
-	b.VfPreds = nil
-	*m.Policy("b") = *b
 	w, err := NewWriter(filepath.Join(t.TempDir(), "m.parquet"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(m); err != nil {
-		t.Fatal(err)
+	for _, vf := range []bool{true, false} {
+		b := cartPoleBatch(rng, 3)
+		if !vf {
+			b.VfPreds = nil
+		}
+		if err := w.Write(single(b)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	err = w.Close()
-	if err == nil || !strings.Contains(err.Error(), "different columns") || !strings.Contains(err.Error(), "m.parquet") {
+	if err == nil || !strings.Contains(err.Error(), "other columns") || !strings.Contains(err.Error(), "m.parquet") {
 		t.Fatalf("Close = %v, want an error naming the file and the columns", err)
+	}
+}
+
+func TestPolicyPath(t *testing.T) {
+	for _, tt := range []struct{ path, policy, want string }{
+		{"out/x.parquet", "policy_1", "out/x-policy_1.parquet"},
+		{"x.parquet", "a/b c.ö", "x-a_b_c___.parquet"},
+		{"x.parquet", "000001", "x-policy_000001.parquet"},
+		{"x.parquet", "", "x-policy_.parquet"},
+		{"x", "p", "x-p"},
+	} {
+		if got := PolicyPath(tt.path, tt.policy); got != tt.want {
+			t.Errorf("PolicyPath(%q, %q) = %q, want %q", tt.path, tt.policy, got, tt.want)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/onnxrl/sampler/envrunner"
 )
@@ -40,7 +38,7 @@ type Options struct {
 	// Format is the file format; FormatAuto (the zero value) takes it from the path's
 	// extension (see FormatOf).
 	Format Format
-	// Compression is the codec of Parquet files (Zstd when zero); JSON lines are not
+	// Compression is the codec of Parquet files (Snappy when zero); JSON lines are not
 	// compressed.
 	Compression Compression
 	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
@@ -91,13 +89,15 @@ type Writer struct {
 
 	lines, bytes atomic.Int64
 	filesMu      sync.Mutex
-	files        []string
+	files        []string // of every file set, in the order they were opened
 
 	// Owned by the goroutine.
-	f   *os.File // nil once closed
-	bw  *bufio.Writer
-	cw  countingWriter // bw, counting the bytes of the current file
-	enc encoder
+	main      *fileSet
+	newEnc    func() encoder
+	perPolicy bool                // Parquet: a policy of another layout gets its own file set
+	policies  map[string]*fileSet // by PolicyPath, opened on their first batch
+	order     []*fileSet          // main, then the policies' sets as they were opened
+	split     splitter
 }
 
 // countingWriter counts the bytes written through it.
@@ -131,33 +131,30 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	if opts.QueueSize == 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
-	var enc encoder = &jsonEncoder{}
-	switch opts.Format.Resolve(path) {
-	case FormatParquet:
-		enc = newParquetEncoder(opts.Compression, opts.Metadata)
-	case FormatJSON:
-	default:
-		return nil, fmt.Errorf("output: unknown format %d", opts.Format)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	f, err := createFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
 	w := &Writer{
 		path:      path,
 		maxSize:   opts.MaxFileSize,
 		onWritten: opts.OnWritten,
 		queue:     make(chan item, opts.QueueSize),
 		done:      make(chan struct{}),
-		files:     []string{path},
-		f:         f,
-		bw:        bufio.NewWriterSize(f, bufferSize),
-		enc:       enc,
 	}
-	w.cw.w = w.bw
+	switch opts.Format.Resolve(path) {
+	case FormatParquet:
+		w.newEnc = func() encoder { return newParquetEncoder(opts.Compression, opts.Metadata) }
+		w.perPolicy = true
+	case FormatJSON:
+		w.newEnc = func() encoder { return &jsonEncoder{} }
+	default:
+		return nil, fmt.Errorf("output: unknown format %d", opts.Format)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	main, err := w.openSet(path)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	w.main = main
 	go w.run()
 	return w, nil
 }
@@ -241,7 +238,8 @@ func (w *Writer) Stats() Stats {
 	return Stats{Lines: w.lines.Load(), Bytes: w.bytes.Load(), Files: n}
 }
 
-// Files returns the names of the files opened so far, in order: path, then the rotated names.
+// Files returns the names of the files opened so far, in the order they were opened: path,
+// then the rotated names and the policies' files (see PolicyPath).
 func (w *Writer) Files() []string {
 	w.filesMu.Lock()
 	defer w.filesMu.Unlock()
@@ -269,20 +267,14 @@ func (w *Writer) fail(name string, err error) {
 	w.errMu.Unlock()
 }
 
-func (w *Writer) current() string {
-	w.filesMu.Lock()
-	defer w.filesMu.Unlock()
-	return w.files[len(w.files)-1]
-}
-
 // run is the writer goroutine.
 func (w *Writer) run() {
 	defer close(w.done)
 	for it := range w.queue {
 		if it.flush != nil {
-			if w.stickyErr() == nil {
-				if err := w.bw.Flush(); err != nil {
-					w.fail(w.current(), err)
+			for _, set := range w.order {
+				if w.stickyErr() == nil {
+					set.flush()
 				}
 			}
 			it.flush <- w.stickyErr()
@@ -296,82 +288,52 @@ func (w *Writer) run() {
 	w.result = w.finish()
 }
 
-// write encodes m into the file (a JSON line or a Parquet row group), starting a new file
-// first when the current one is full. After a failure batches are dropped.
+// write encodes m: a JSON line, or Parquet row groups, one in the main file set for the
+// policies of its layout and one in its own file set for each policy of another layout.
+// After a failure batches are dropped.
 func (w *Writer) write(m *envrunner.MultiAgentBatch) {
 	if w.stickyErr() != nil || m.Rows() == 0 {
 		return
 	}
-	if w.maxSize > 0 && w.cw.n >= w.maxSize {
-		if !w.rotate() {
+	if !w.perPolicy {
+		w.main.write(m)
+		return
+	}
+	for _, p := range w.split.split(m) {
+		set := w.main
+		if p.policy != "" {
+			if set = w.policySet(p.policy); set == nil {
+				return
+			}
+		}
+		if !set.write(p.batch) {
 			return
 		}
 	}
-	before := w.cw.n
-	if err := w.enc.write(&w.cw, m); err != nil {
-		w.fail(w.current(), err)
-		return
-	}
-	w.lines.Add(1)
-	w.bytes.Add(w.cw.n - before)
 }
 
-// rotate closes the current file and opens the next one.
-func (w *Writer) rotate() bool {
-	if err := w.closeFile(); err != nil {
-		w.fail(w.current(), err)
-		return false
+// policySet returns the file set of a policy, opening it on first use (nil after a failure).
+func (w *Writer) policySet(policy string) *fileSet {
+	name := PolicyPath(w.path, policy)
+	if set, ok := w.policies[name]; ok {
+		return set
 	}
-	w.filesMu.Lock()
-	name := RotatedName(w.path, len(w.files))
-	w.filesMu.Unlock()
-	f, err := createFile(name)
+	set, err := w.openSet(name)
 	if err != nil {
 		w.fail(name, err)
-		return false
+		return nil
 	}
-	w.filesMu.Lock()
-	w.files = append(w.files, name)
-	w.filesMu.Unlock()
-	w.f, w.cw.n = f, 0
-	w.bw.Reset(f)
-	return true
+	if w.policies == nil {
+		w.policies = map[string]*fileSet{}
+	}
+	w.policies[name] = set
+	return set
 }
 
-// closeFile ends the current file (the Parquet footer), flushes, fsyncs and closes it.
-func (w *Writer) closeFile() error {
-	f := w.f
-	w.f = nil
-	before := w.cw.n
-	err := w.enc.endFile(&w.cw)
-	w.bytes.Add(w.cw.n - before)
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-		// Pipes and character devices (--out /dev/stdout) cannot be synced; that is no failure.
-		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-			err = nil
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// finish closes the file at the end of the goroutine and returns the first error.
+// finish closes the files at the end of the goroutine and returns the first error.
 func (w *Writer) finish() error {
-	if w.f != nil {
-		if w.stickyErr() == nil {
-			if err := w.closeFile(); err != nil {
-				w.fail(w.current(), err)
-			}
-		} else {
-			w.f.Close() // the error that stopped the writer is the one to report
-			w.f = nil
-		}
+	for _, set := range w.order {
+		set.finish()
 	}
 	return w.stickyErr()
 }

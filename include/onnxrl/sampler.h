@@ -106,7 +106,7 @@ int onnxrl_policy_close(onnxrl_policy *p);
    `sample run --out` writes: Parquet for a .parquet name, RLlib's offline JSON lines
    otherwise, rotated into x-000001.parquet, ... for x.parquet at "max_file_size" bytes,
    default 64 MiB; default: record nothing), "format" ("auto" from the name, "json" or
-   "parquet"), "compression" (Parquet: "zstd", the default, "snappy" or "none"), "max_wait_us" (once one
+   "parquet"), "compression" (Parquet: "snappy", the default, "zstd" or "none"), "max_wait_us" (once one
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot

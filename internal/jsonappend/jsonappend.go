@@ -33,7 +33,7 @@ func Float32(dst []byte, v float32) []byte {
 			return strconv.AppendInt(dst, int64(i), 10)
 		}
 	}
-	return strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
+	return appendShortest32(dst, v)
 }
 
 // Float32Real writes v as Float32 does, but always as a float: a whole number gets ".0"

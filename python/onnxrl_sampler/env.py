@@ -29,7 +29,7 @@ class Env(_Handle):
         model: an ``.onnx`` path or a bundled model name (recurrent policies included: each
             episode's state is kept by the sampler).
         out: the file to record the sample batches in: Parquet for a ``.parquet`` name (RLlib's
-            offline columns, zstd), RLlib's offline JSON lines otherwise (rotated into
+            offline columns, snappy), RLlib's offline JSON lines otherwise (rotated into
             ``x-000001.parquet``, ... at ``max_file_size``; ``format=`` and ``compression=``
             options override). None records nothing.
         max_episodes: most episodes running at once (LimitError beyond).
