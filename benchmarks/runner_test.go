@@ -125,7 +125,7 @@ func runnerSteps(tb testing.TB, r *envrunner.Runner, k int, dst *envrunner.Multi
 // MLP against the floor, interleaving them in rounds of 20 steps so that both see the same
 // machine. It reports each one's env steps/s and their ratio ("ratio"): greedy without
 // sample collection, and exploring with every column built (logp, dist inputs, values,
-// GAE), batches discarded.
+// GAE), batches discarded. "cpu-ratio" is the ratio of CPU times (see cpuTime).
 func BenchmarkRunner(b *testing.B) {
 	if err := inference.Init(); err != nil {
 		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
@@ -146,20 +146,22 @@ func BenchmarkRunner(b *testing.B) {
 				f.step(b)
 				runnerSteps(b, r, round, &dst)
 			}
-			var floorT, runT time.Duration
+			var floorT, runT, floorCPU, runCPU time.Duration
 			var floorSteps int
 			c0 := r.Counters()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				t0 := time.Now()
+				t0, cpu0 := time.Now(), cpuTime()
 				for range round {
 					floorSteps += f.step(b)
 				}
-				t1 := time.Now()
+				t1, c1 := time.Now(), cpuTime()
 				runnerSteps(b, r, round, &dst)
 				runT += time.Since(t1)
+				runCPU += cpuTime() - c1
 				floorT += t1.Sub(t0)
+				floorCPU += c1 - cpu0
 			}
 			b.StopTimer()
 			runSteps := r.Counters().EnvSteps - c0.EnvSteps
@@ -168,6 +170,7 @@ func BenchmarkRunner(b *testing.B) {
 			b.ReportMetric(fs, "floor-steps/s")
 			b.ReportMetric(rs, "runner-steps/s")
 			b.ReportMetric(rs/fs, "ratio")
+			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
 			b.ReportMetric(r.PerfStats().MeanInferenceMs*1e6/runnerEnvs, "runner-inference-ns/env-step")
 			b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
 		})
@@ -229,6 +232,118 @@ func BenchmarkRunnerWorkers(b *testing.B) {
 			b.StopTimer()
 			total := g.Counters().EnvSteps - c0.EnvSteps
 			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "env-steps/s")
+		})
+	}
+}
+
+// newSampleRunRunner builds the runner `sample run` builds for
+// `--env CartPole-v1 --num-envs 256` (one worker, fragment 200, truncate_episodes, env steps,
+// normalize_actions, one intra-op thread), greedy (--explore=false) or exploring with GAE
+// (--gae): a VectorEnv of registered CartPole-v1 environments through NewVectorBaseEnv.
+func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *envrunner.Runner {
+	v, err := env.NewVectorEnv(func(int) (env.Env, error) {
+		raw, err := env.Make("CartPole-v1", nil)
+		if err != nil {
+			return nil, err
+		}
+		return raw.(env.Env), nil
+	}, n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	be, err := env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := envrunner.Config{Env: be, NumEnvs: n, Seed: 0, Worker: 0,
+		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {Policy: p,
+			ObservationSpace: p.Spec.ObservationSpace, ActionSpace: p.Spec.ActionSpace,
+			Action:  connectors.ActionConfig{Explore: explore, NormalizeActions: true},
+			Session: inference.Options{Device: "cpu", IntraOpThreads: 1, InterOpThreads: 1}}},
+		FragmentLength: 200, CountStepsBy: envrunner.EnvSteps, BatchMode: envrunner.TruncateEpisodes}
+	if explore {
+		cfg.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}
+	}
+	r, err := envrunner.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkSampleRun runs what `sample run --env CartPole-v1 --num-envs 256` runs without an
+// output file (a Group over the runner, a sink that counts each batch and releases it, so
+// every batch is built and handed over) against BenchmarkRunner's floor, interleaved in
+// rounds of two fragments (400 steps of every sub-environment) so that both see the same
+// machine (and "cpu-ratio", the same ratio of CPU times, steadier on a machine shared with
+// other work: see cpuTime). Each round is one Group.Run up to the round's env steps (the
+// group's batches are reused from round to round, as from batch to batch in one long run;
+// each round ends with the run's last, empty, partial batch). Modes: greedy
+// (--explore=false) and explore with GAE (--gae: every column). It reports both steps/s and
+// their ratio.
+func BenchmarkSampleRun(b *testing.B) {
+	if err := inference.Init(); err != nil {
+		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
+	}
+	p, err := models.Bundled("cartpole_mlp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"greedy", "explore"} {
+		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
+			f := newFloor(b, p, runnerEnvs)
+			defer f.sess.Close()
+			r := newSampleRunRunner(b, p, runnerEnvs, mode == "explore")
+			defer r.Close()
+			const round = 400 // two fragments: both batches of the group's pool go round
+			var batches, rows int64
+			var steps int64
+			g := envrunner.NewGroup([]*envrunner.Runner{r}) // r is closed above
+			sink := g.CountAndRelease(&batches, &rows)      // sample run's sink without --out
+			runRound := func() (time.Duration, time.Duration) {
+				steps += round * runnerEnvs
+				r.SetLimits(steps, 0)
+				t, c := time.Now(), cpuTime()
+				err := g.Run(context.Background(), envrunner.GroupOptions{Sink: sink})
+				d, dc := time.Since(t), cpuTime()-c
+				if err != nil {
+					b.Fatal(err)
+				}
+				return d, dc
+			}
+			for range 3 { // warm up: buffers, pools and bindings reach their size
+				for range round {
+					f.step(b)
+				}
+				runRound()
+			}
+			var floorT, runT, floorCPU, runCPU time.Duration
+			var floorSteps int
+			c0 := r.Counters()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0, cpu0 := time.Now(), cpuTime()
+				for range round {
+					floorSteps += f.step(b)
+				}
+				floorT += time.Since(t0)
+				floorCPU += cpuTime() - cpu0
+				d, dc := runRound()
+				runT += d
+				runCPU += dc
+			}
+			b.StopTimer()
+			runSteps := r.Counters().EnvSteps - c0.EnvSteps
+			fs := float64(floorSteps) / floorT.Seconds()
+			rs := float64(runSteps) / runT.Seconds()
+			b.ReportMetric(fs, "floor-steps/s")
+			b.ReportMetric(rs, "run-steps/s")
+			b.ReportMetric(rs/fs, "ratio")
+			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+			if rows == 0 {
+				b.Fatal("no rows built")
+			}
 		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
-	"github.com/onnxrl/sampler/models"
 )
 
 // hidden hides the env.Columnar side of a BaseEnv: the runner then drives it through Poll
@@ -79,43 +78,52 @@ type columnarCase struct {
 	name    string
 	env     string
 	cfg     env.Config
-	pol     *models.Policy
-	random  bool
+	model   string // a bundled model (the case skips without ONNX Runtime); "" for random policies
 	explore bool
-	mutate  func(*envrunner.Config)
-	failAt  int
+	// policies is the number of random policies (0 means 1), mapped by sub-environment
+	// (episode e goes to policy e % policies).
+	policies int
+	mutate   func(*envrunner.Config)
+	failAt   int
 }
 
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
 // columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
 // must be the same. Each runs with callbacks (OnEpisodeStep: the columnar runner takes every
 // row on its general path) and without (its fast path: agentRec.fast and the column run).
+// The random-policy cases need no runtime and run everywhere; the model cases (the model
+// paths: a column run in one copy, rows through the connectors, values, RNN states) skip
+// without ONNX Runtime.
 func TestColumnarMatchesPollSend(t *testing.T) {
-	needORT(t)
-	mlp := bundledPolicy(t, "cartpole_mlp")
-	lstm := bundledPolicy(t, "lstm_policy")
-	pend := bundledPolicy(t, "pendulum_gaussian")
 	short := env.Config{"max_episode_steps": 23}
+	gae := func(c *envrunner.Config) { c.FragmentLength = 7; c.GAE = &envrunner.GAE{Gamma: 0.9, Lambda: 0.8} }
+	complete := func(c *envrunner.Config) {
+		c.BatchMode = envrunner.CompleteEpisodes
+		c.CountStepsBy = envrunner.AgentSteps
+		c.FragmentLength = 10
+	}
+	noSamples := func(c *envrunner.Config) { c.NoSamples = true; c.MaxEpisodes = 12 }
 	cases := []columnarCase{
-		{name: "greedy no samples", env: "CartPole-v1", cfg: short, pol: mlp, mutate: func(c *envrunner.Config) { c.NoSamples = true; c.MaxEpisodes = 12 }},
-		{name: "explore gae truncations", env: "CartPole-v1", cfg: short, pol: mlp, explore: true,
-			mutate: func(c *envrunner.Config) { c.FragmentLength = 7; c.GAE = &envrunner.GAE{Gamma: 0.9, Lambda: 0.8} }},
-		{name: "complete episodes by agent steps", env: "CartPole-v1", cfg: short, pol: mlp, explore: true,
-			mutate: func(c *envrunner.Config) {
-				c.BatchMode = envrunner.CompleteEpisodes
-				c.CountStepsBy = envrunner.AgentSteps
-				c.FragmentLength = 10
-			}},
-		{name: "recurrent", env: "StatelessCartPole", cfg: short, pol: lstm, explore: true,
+		{name: "random", env: "CartPole-v1", cfg: short, mutate: func(c *envrunner.Config) { c.FragmentLength = 5 }},
+		{name: "random no samples", env: "CartPole-v1", cfg: short, mutate: noSamples},
+		{name: "random gae truncations", env: "CartPole-v1", cfg: short, mutate: gae},
+		{name: "random complete episodes by agent steps", env: "CartPole-v1", cfg: short, mutate: complete},
+		{name: "random two policies", env: "CartPole-v1", cfg: short, policies: 2, mutate: gae},
+		{name: "random pendulum", env: "Pendulum-v1", cfg: env.Config{"max_episode_steps": 17},
+			mutate: func(c *envrunner.Config) { c.FragmentLength = 6; c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 1} }},
+		{name: "random faults", env: "CartPole-v1", cfg: short, failAt: 30, mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
+		{name: "greedy no samples", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", mutate: noSamples},
+		{name: "explore gae truncations", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", explore: true, mutate: gae},
+		{name: "complete episodes by agent steps", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", explore: true, mutate: complete},
+		{name: "recurrent", env: "StatelessCartPole", cfg: short, model: "lstm_policy", explore: true,
 			mutate: func(c *envrunner.Config) {
 				c.FragmentLength = 9
 				c.MaxSeqLen = 4
 				c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}
 			}},
-		{name: "random", env: "CartPole-v1", cfg: short, random: true, mutate: func(c *envrunner.Config) { c.FragmentLength = 5 }},
-		{name: "gaussian", env: "Pendulum-v1", cfg: env.Config{"max_episode_steps": 17}, pol: pend, explore: true,
+		{name: "gaussian", env: "Pendulum-v1", cfg: env.Config{"max_episode_steps": 17}, model: "pendulum_gaussian", explore: true,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 6; c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 1} }},
-		{name: "faults", env: "CartPole-v1", cfg: short, pol: mlp, explore: true, failAt: 30,
+		{name: "faults", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", explore: true, failAt: 30,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
 	}
 	for _, c := range cases {
@@ -125,6 +133,27 @@ func TestColumnarMatchesPollSend(t *testing.T) {
 			})
 		}
 	}
+}
+
+// columnarPolicies returns the policies of a case, and their mapping (nil for one).
+func columnarPolicies(t *testing.T, c columnarCase) (map[envrunner.PolicyID]envrunner.PolicyConfig, func(env.AgentID, *envrunner.Episode) envrunner.PolicyID) {
+	if c.model != "" {
+		return singlePolicy(bundledPolicy(t, c.model), c.explore), nil
+	}
+	probe, err := env.Make(c.env, c.cfg)
+	require.NoError(t, err)
+	e := probe.(env.Env)
+	n := max(c.policies, 1)
+	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{}
+	ids := make([]envrunner.PolicyID, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("random_%d", i)
+		pols[ids[i]] = envrunner.PolicyConfig{Random: true, ObservationSpace: e.ObservationSpace(), ActionSpace: e.ActionSpace()}
+	}
+	if n == 1 {
+		return pols, nil
+	}
+	return pols, func(_ env.AgentID, ep *envrunner.Episode) envrunner.PolicyID { return ids[ep.EnvID%n] }
 }
 
 func testColumnarMatches(t *testing.T, c columnarCase, callbacks bool) {
@@ -147,11 +176,7 @@ func testColumnarMatches(t *testing.T, c columnarCase, callbacks bool) {
 		if callbacks {
 			cfg.Callbacks = tr
 		}
-		if c.random {
-			cfg.Policies = randomPolicies(envrunner.DefaultPolicyID)
-		} else {
-			cfg.Policies = singlePolicy(c.pol, c.explore)
-		}
+		cfg.Policies, cfg.PolicyMapping = columnarPolicies(t, c)
 		c.mutate(&cfg)
 		r := newRunner(t, cfg)
 		var res result

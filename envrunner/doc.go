@@ -93,6 +93,12 @@
 //	}
 //	metrics := r.Metrics(nil) // one RolloutMetrics per finished episode
 //
+// # New model versions
+//
+// SwapPolicy replaces a policy's model by a new version of it (same observation row,
+// distribution, value output and RNN states) from any goroutine; it takes effect at the next
+// batch boundary, and the running episodes go on with their connector and RNN states.
+//
 // # More cores
 //
 // One goroutine owns one Runner; nothing in it is locked. A Group runs several runners, each

@@ -14,8 +14,8 @@ import (
 type Group struct {
 	runners []*Runner
 	owner   map[*MultiAgentBatch]int
-	free    []chan *MultiAgentBatch
-	ran     bool
+	free    []chan *MultiAgentBatch // per runner, made by the first Run that builds batches
+	running bool
 }
 
 // GroupOptions configures Group.Run.
@@ -27,7 +27,9 @@ type GroupOptions struct {
 	// own are out. An error from Sink stops the run. Nil (or NoSamples runners) means no
 	// batches are built.
 	Sink func(b *MultiAgentBatch) error
-	// BatchesPerRunner is how many batches each runner may have out at once; 0 means 2.
+	// BatchesPerRunner is how many batches each runner may have out at once; 0 means 2. The
+	// batches are made by the first Run with a Sink and reused by later ones (whose
+	// BatchesPerRunner is then ignored).
 	BatchesPerRunner int
 }
 
@@ -50,32 +52,43 @@ func (g *Group) Release(b *MultiAgentBatch) {
 // Config.MaxEpisodes) or ctx is cancelled, then takes each runner's last partial batch
 // (nothing collected is lost) and returns when every batch went to the sink. The errors
 // of the runners and of the sink are joined; a failing runner stops the others. Run may be
-// called once.
+// called again once it returned (say, after raising the runners' limits with SetLimits), not
+// while it runs; the batches (and their grown buffers) are reused, so the sink must have
+// released every batch of the last Run.
 func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
-	if g.ran {
-		return errors.New("envrunner: Group.Run called twice")
+	if g.running {
+		return errors.New("envrunner: Group.Run called while it runs")
 	}
-	g.ran = true
+	g.running = true
+	defer func() { g.running = false }()
 	n := len(g.runners)
-	per := opts.BatchesPerRunner
-	if per <= 0 {
-		per = 2
-	}
 	collect := opts.Sink != nil
-	g.free = make([]chan *MultiAgentBatch, n)
+	if collect && g.free == nil {
+		per := opts.BatchesPerRunner
+		if per <= 0 {
+			per = 2
+		}
+		g.free = make([]chan *MultiAgentBatch, n)
+		for i, r := range g.runners {
+			g.free[i] = make(chan *MultiAgentBatch, per)
+			if !r.collect {
+				continue
+			}
+			for range per {
+				b := &MultiAgentBatch{}
+				g.owner[b] = i
+				g.free[i] <- b
+			}
+		}
+	}
 	outs := make([]chan *MultiAgentBatch, n)
 	for i, r := range g.runners {
-		g.free[i] = make(chan *MultiAgentBatch, per)
-		outs[i] = make(chan *MultiAgentBatch, per)
 		if !collect || !r.collect {
+			outs[i] = make(chan *MultiAgentBatch)
 			close(outs[i])
 			continue
 		}
-		for range per {
-			b := &MultiAgentBatch{}
-			g.owner[b] = i
-			g.free[i] <- b
-		}
+		outs[i] = make(chan *MultiAgentBatch, cap(g.free[i]))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -90,7 +103,11 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 				out = outs[i]
 				defer close(out)
 			}
-			if err := g.loop(ctx, r, g.free[i], out); err != nil {
+			var free chan *MultiAgentBatch
+			if out != nil {
+				free = g.free[i]
+			}
+			if err := g.loop(ctx, r, free, out); err != nil {
 				errs[i] = fmt.Errorf("worker %d: %w", i, err)
 				cancel()
 			}
@@ -129,6 +146,18 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// CountAndRelease returns a sink that adds one to *batches and the batch's rows to *rows for
+// every batch and gives it back at once: a run that builds its batches but keeps none (sample
+// run without an output). The counters are written on Run's goroutine.
+func (g *Group) CountAndRelease(batches, rows *int64) func(*MultiAgentBatch) error {
+	return func(b *MultiAgentBatch) error {
+		*batches++
+		*rows += int64(b.Rows())
+		g.Release(b)
+		return nil
+	}
 }
 
 // loop steps one runner until it is done or ctx is cancelled, sending full batches to out.

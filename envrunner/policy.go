@@ -66,9 +66,16 @@ type policy struct {
 
 	obsW, actW, distW int
 	stateW            []int
-	hasValue          bool
-	copies            bool // the agent connectors copy the raw observation as it is
-	records           bool // an agent connector keeps past actions
+	// What SwapPolicy needs to build and check a new model's session: the options the first
+	// one was made with, the action connectors' configuration, the distribution and the
+	// state pairs (immutable after New, so read from any goroutine).
+	sessOpts   inference.Options
+	actionCfg  connectors.ActionConfig
+	distName   string
+	statePairs []models.StatePair
+	hasValue   bool
+	copies     bool // the agent connectors copy the raw observation as it is
+	records    bool // an agent connector keeps past actions
 
 	// chooseActions computes the actions of the step's rows (infer and run), chosen in New (pickAct).
 	chooseActions func(p *policy)
@@ -141,10 +148,12 @@ func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
 	if p.obs == nil {
 		p.obs = spec.ObservationSpace
 	}
+	p.sessOpts, p.actionCfg = cfg.Session, cfg.Action
+	p.sessOpts.Capacity = capacity
+	p.distName, p.statePairs = spec.Distribution, append([]models.StatePair(nil), spec.State...)
 	sess := cfg.SharedSession
 	if sess == nil {
-		opts := cfg.Session
-		opts.Capacity = capacity
+		opts := p.sessOpts
 		if sess, err = inference.NewSession(cfg.Policy.Model, opts); err != nil {
 			return nil, fmt.Errorf("envrunner: policy %q: %w", id, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/onnxrl/sampler/env"
@@ -144,6 +145,9 @@ type Runner struct {
 	prefetched uint32
 
 	stepCB bool // OnEpisodeStep is called (cb.step != nil)
+
+	swaps        swaps       // SwapPolicy's models waiting for a batch boundary
+	swapsPending atomic.Bool // swaps has some: the runner's cheap test at a boundary
 }
 
 // New builds a runner: a session and connectors per policy, checked against each other.
@@ -262,7 +266,7 @@ func (r *Runner) Close() error {
 	if err != nil {
 		err = fmt.Errorf("envrunner: stop the environment: %w", err)
 	}
-	return errors.Join(err, r.closePolicies())
+	return errors.Join(err, r.closePolicies(), r.closeSwaps())
 }
 
 // nextID returns the next episode id (splitmix64 of the runner's id state).
@@ -323,6 +327,9 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
 		dst.Policy(p.id)
 	}
+	if r.swapsPending.Load() { // the batch boundary: dst holds the old models' data only
+		r.applySwaps()
+	}
 	r.perf.addOutput(time.Since(t0))
 	if r.cb.sample != nil {
 		r.cb.sample.OnSampleResult(r, dst)
@@ -338,6 +345,9 @@ func (r *Runner) Step() error {
 	}
 	if r.mapErr != nil { // the polled rows of that step were left without actions
 		return r.mapErr
+	}
+	if !r.collect && r.swapsPending.Load() { // no batches: every step is a boundary
+		r.applySwaps()
 	}
 	r.batch.Clear()
 	r.counted = 0

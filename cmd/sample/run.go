@@ -386,12 +386,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 
 	var w *output.Writer
 	var batches, rows int64
-	sink := func(b *envrunner.MultiAgentBatch) error {
-		batches++
-		rows += int64(b.Rows())
-		s.group.Release(b)
-		return nil
-	}
+	sink := s.group.CountAndRelease(&batches, &rows) // BenchmarkSampleRun runs this sink
 	if f.out != "" {
 		if err := prepareOutput(f.out, f.overwrite); err != nil {
 			return err

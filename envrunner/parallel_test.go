@@ -1,0 +1,47 @@
+package envrunner_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/onnxrl/sampler/envrunner"
+)
+
+// TestGroupRunAgain runs a group of two runners (random policies, no runtime needed) with
+// CountAndRelease, raises their limits and runs it again: the second Run goes on where the
+// first stopped, hands over the same batches (their storage reused), and the sink counts
+// every row.
+func TestGroupRunAgain(t *testing.T) {
+	pols := columnarRandom(t)
+	var runners []*envrunner.Runner
+	for w := range 2 {
+		r, err := envrunner.New(envrunner.Config{Env: vectorOf(t, "CartPole-v1", nil, 3, 0), NumEnvs: 3, Seed: 1,
+			Worker: w, FragmentLength: 10, Policies: pols, MaxEnvSteps: 60})
+		require.NoError(t, err)
+		runners = append(runners, r)
+	}
+	g := envrunner.NewGroup(runners)
+	defer func() { require.NoError(t, g.Close()) }()
+	var batches, rows int64
+	count := g.CountAndRelease(&batches, &rows)
+	seen := map[*envrunner.MultiAgentBatch]int{}
+	sink := func(b *envrunner.MultiAgentBatch) error {
+		seen[b]++
+		return count(b)
+	}
+	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: sink}))
+	assert.Equal(t, int64(120), g.Counters().EnvSteps)
+	assert.Equal(t, int64(120), rows, "every env step is a row (one agent per sub-environment)")
+	first := len(seen)
+	for _, r := range runners {
+		r.SetLimits(150, 0)
+	}
+	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: sink}))
+	assert.Equal(t, int64(300), g.Counters().EnvSteps)
+	assert.Equal(t, int64(300), rows)
+	assert.Equal(t, first, len(seen), "the second Run hands over the first one's batches")
+	assert.LessOrEqual(t, len(seen), 4, "two batches per runner")
+}
