@@ -279,14 +279,15 @@ func (r *Runner) nextID() int64 {
 	return int64(z & math.MaxInt64)
 }
 
-// Sample steps until a fragment is complete and moves it into dst (RLlib's sample()). dst
-// is reset first; its buffers are reused, so passing the same batch back allocates nothing
-// in steady state.
+// Sample steps until a fragment is complete, or until the run is Done (MaxEnvSteps or
+// MaxEpisodes reached: the rest of the run counts nothing more, so the fragment is what was
+// collected up to then), and moves it into dst (RLlib's sample()). dst is reset first; its
+// buffers are reused, so passing the same batch back allocates nothing in steady state.
 func (r *Runner) Sample(dst *MultiAgentBatch) error {
 	if r.cfg.NoSamples {
 		return errors.New("envrunner: Sample with NoSamples set")
 	}
-	for !r.Ready() {
+	for !r.Ready() && !r.Done() {
 		if err := r.Step(); err != nil {
 			return err
 		}
