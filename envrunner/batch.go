@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -36,6 +37,10 @@ type SampleBatch struct {
 	StateWidths []int
 	// ActionSpace is the policy's action space; it tells integer actions from real ones.
 	ActionSpace spaces.Space
+	// Model is the model whose actions fill the batch (nil for a random policy): after
+	// Runner.SwapPolicy, the first batch handed over with the new model is the first whose
+	// rows it chose.
+	Model *models.Policy
 
 	Obs         []float32
 	NewObs      []float32

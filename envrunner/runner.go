@@ -326,7 +326,11 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 	r.out, *dst = *dst, r.out
 	for _, p := range r.policies {
 		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
-		dst.Policy(p.id)
+		b := dst.Policy(p.id)
+		b.Model = nil
+		if p.conn != nil {
+			b.Model = p.conn.Policy
+		}
 	}
 	if r.swapsPending.Load() { // the batch boundary: dst holds the old models' data only
 		r.applySwaps()

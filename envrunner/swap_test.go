@@ -164,7 +164,10 @@ func TestSwapPolicyAtBatchBoundary(t *testing.T) {
 			assert.Equal(t, 1, logitsFrom(t, net, old.PolicyBatches[pid]), "the fragment SwapPolicy was called in")
 			for i, b := range after {
 				assert.Equal(t, -1, logitsFrom(t, net, b.PolicyBatches[pid]), "fragment %d after the swap", i)
+				assert.Same(t, flipped, b.PolicyBatches[pid].Model, "fragment %d after the swap names its model", i)
 			}
+			assert.Same(t, mlp, first.PolicyBatches[pid].Model, "the batches name the model that filled them")
+			assert.Same(t, mlp, old.PolicyBatches[pid].Model)
 			// Every episode running at the boundary goes on in the next batch, where its
 			// agent's rows continue at the next t.
 			ob, nb := old.PolicyBatches[pid], after[0].PolicyBatches[pid]

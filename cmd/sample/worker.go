@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/scaleout"
 )
 
@@ -29,13 +30,11 @@ type workerFlags struct {
 }
 
 // runWorker samples until stopped (or --steps), publishing every batch to the run's stream
-// with the policy named by the run's policy bucket. A new version is downloaded, checked and
-// made into a complete new runner (environments and session) on another goroutine while the
-// current one keeps sampling; at the next batch boundary the current runner's last partial
-// batch is published (tagged with the old version), it is closed and the new one takes over:
-// its batches carry the new version. Episodes in progress at the swap end there without a
-// terminated or truncated flag (the runner redesign of issue 18 will keep them going). The
-// runner of version v is seeded with --seed + v<<32, so episode ids do not repeat.
+// with the policy named by the run's policy bucket. The first version found builds the
+// runner; a later version is downloaded, checked and made into a session on another
+// goroutine while the runner keeps sampling (envrunner.Runner.SwapPolicy), and takes effect
+// at the runner's next batch boundary: episodes keep running across it, and every batch is
+// tagged with the version of the model that filled it.
 func runWorker(args []string, stdout, stderr io.Writer) error {
 	f := &workerFlags{}
 	fs := newFlags("worker", workerArgs, stderr)
@@ -98,7 +97,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w := &worker{f: f, js: js, ready: make(chan *generation, 1)}
+	w := &worker{f: f, js: js, first: make(chan *runSetup, 1)}
 	pub, err := scaleout.NewPublisher(context.Background(), nc, js, scaleout.PublisherOptions{
 		Run: f.nats.run, Sampler: f.sampler, OnPublished: w.release})
 	if err != nil {
@@ -110,99 +109,72 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	err = w.sample(ctx, pub, stderr)
 	stopWatch()
 	<-watched
-	select { // a generation built but never used
-	case g := <-w.ready:
-		g.setup.close()
+	select { // a runner built but never used
+	case s := <-w.first:
+		s.close()
 	default:
 	}
 	err = errors.Join(err, pub.Close())
+	w.out.Wait()
+	if w.setup != nil {
+		w.setup.close()
+	}
 	st := pub.Stats()
 	fmt.Fprintf(stdout, "worker %s: %d batches, %d rows, %d messages, %d refused by a full stream, last policy version %d\n",
 		f.sampler, st.Batches, st.Rows, st.Messages, st.Full, w.version)
 	return err
 }
 
-// generation is one runner with one policy version.
-type generation struct {
-	setup   *runSetup
-	version uint64
-	out     sync.WaitGroup // batches with the publisher
-}
-
 type worker struct {
-	f       *workerFlags
-	js      jetstream.JetStream
-	ready   chan *generation // the next generation, built
-	owner   sync.Map         // *MultiAgentBatch -> *generation
-	version uint64           // of the generation sampling (sample's goroutine)
-	steps   int64
+	f     *workerFlags
+	js    jetstream.JetStream
+	first chan *runSetup // the runner, built with the first version found
+	// setup is the runner sampling (set by sample before it runs; the watch goroutine swaps
+	// models into its runners once it has seen first taken).
+	setup    *runSetup
+	versions sync.Map       // *models.Policy -> its version
+	out      sync.WaitGroup // batches with the publisher
+	version  uint64         // of the batches published last (sample's goroutine)
 }
 
 func (w *worker) release(b *envrunner.MultiAgentBatch) {
-	g, _ := w.owner.LoadAndDelete(b)
-	gen := g.(*generation)
-	gen.setup.group.Release(b)
-	gen.out.Done()
+	w.setup.group.Release(b)
+	w.out.Done()
 }
 
-// sample runs generation after generation until ctx is done or --steps are sampled.
+// sample runs the runner built with the first version until ctx is done or --steps are
+// sampled.
 func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.Writer) error {
-	var g *generation
 	select {
-	case g = <-w.ready:
+	case w.setup = <-w.first:
 	case <-ctx.Done():
 		return nil
 	}
-	for {
-		w.version = g.version
-		pub.SetPolicyVersion(g.version)
-		fmt.Fprintf(stderr, "sample worker: sampling with policy %s version %d\n", w.f.policy, g.version)
-		genCtx, cancelGen := context.WithCancel(ctx)
-		var next *generation
-		sink := func(b *envrunner.MultiAgentBatch) error {
-			if b.Rows() == 0 {
-				g.setup.group.Release(b)
-				return nil
-			}
-			g.out.Add(1)
-			w.owner.Store(b, g)
-			if next == nil {
-				select {
-				case next = <-w.ready:
-					cancelGen() // swap at this batch boundary
-				default:
-				}
-			}
-			return pub.Write(b)
-		}
-		if w.f.run.steps > 0 {
-			for _, r := range g.setup.group.Runners() {
-				r.SetLimits(w.f.run.steps-w.steps, 0)
-			}
-		}
-		err := g.setup.group.Run(genCtx, envrunner.GroupOptions{Sink: sink})
-		cancelGen()
-		w.steps += g.setup.group.Counters().EnvSteps
-		g.out.Wait()
-		g.setup.close()
-		if err != nil {
-			if next != nil {
-				next.setup.close()
-			}
-			return err
-		}
-		if next == nil || ctx.Err() != nil || (w.f.run.steps > 0 && w.steps >= w.f.run.steps) {
-			if next != nil {
-				next.setup.close()
-			}
+	pid := envrunner.DefaultPolicyID
+	sink := func(b *envrunner.MultiAgentBatch) error {
+		if b.Rows() == 0 {
+			w.setup.group.Release(b)
 			return nil
 		}
-		g = next
+		if v, ok := w.versions.Load(b.PolicyBatches[pid].Model); ok && v.(uint64) != w.version {
+			w.version = v.(uint64)
+			pub.SetPolicyVersion(w.version)
+			fmt.Fprintf(stderr, "sample worker: sampling with policy %s version %d\n", w.f.policy, w.version)
+		}
+		w.out.Add(1)
+		if err := pub.Write(b); err != nil {
+			w.out.Done()
+			w.setup.group.Release(b)
+			return err
+		}
+		return nil
 	}
+	return w.setup.group.Run(ctx, envrunner.GroupOptions{Sink: sink})
 }
 
-// watch builds a generation for every new version of the policy, from the bucket's watch
-// and, as a fallback, by polling.
+// watch takes every new version of the policy, from the bucket's watch and, as a fallback,
+// by polling: the first builds the runner (handed to sample through w.first), later ones
+// are swapped into its runners.
 func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 	var have uint64
 	var updates <-chan jetstream.KeyValueEntry
@@ -215,6 +187,7 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 	tick := time.NewTicker(w.f.poll)
 	defer tick.Stop()
 	told := false
+	var setup *runSetup // built here, owned by sample once sent
 	for {
 		pv, err := scaleout.CurrentPolicy(ctx, w.js, w.f.nats.run, w.f.policy)
 		switch {
@@ -228,19 +201,10 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 		case err != nil:
 			fmt.Fprintf(stderr, "sample worker: %v (retrying)\n", oneLine(err.Error()))
 		case pv.Version > have:
-			g, err := w.build(ctx, pv)
-			if err != nil {
-				fmt.Fprintf(stderr, "sample worker: policy %s version %d: %v (skipped)\n", w.f.policy, pv.Version, oneLine(err.Error()))
-				have = pv.Version
-				break
-			}
 			have = pv.Version
-			select { // replace a built generation that was not taken yet
-			case old := <-w.ready:
-				old.setup.close()
-			default:
+			if err := w.take(ctx, pv, &setup); err != nil {
+				fmt.Fprintf(stderr, "sample worker: policy %s version %d: %v (skipped)\n", w.f.policy, pv.Version, oneLine(err.Error()))
 			}
-			w.ready <- g
 		}
 		select {
 		case <-ctx.Done():
@@ -254,23 +218,43 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 	}
 }
 
-// build downloads and checks a version and makes its runner (off the sampling goroutine).
-func (w *worker) build(ctx context.Context, pv scaleout.PolicyVersion) (*generation, error) {
+// take downloads and checks a version (off the sampling goroutine): the first makes the
+// runner (*setup), a later one a new session for each of its runners, which they put into
+// effect at their next batch boundary.
+func (w *worker) take(ctx context.Context, pv scaleout.PolicyVersion, setup **runSetup) error {
 	data, err := scaleout.FetchModel(ctx, w.js, w.f.nats.run, pv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	path := filepath.Join(w.f.work, fmt.Sprintf("%s-v%06d.onnx", pv.Policy, pv.Version))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return nil, err
+		return err
 	}
-	rf := w.f.run
-	rf.model = path
-	// A new runner of the same seed would repeat the episode ids of the one before.
-	rf.seed = w.f.run.seed + pv.Version<<32
-	s, err := buildRun(&rf)
+	if *setup == nil {
+		rf := w.f.run
+		rf.model = path
+		s, err := buildRun(&rf)
+		if err != nil {
+			return err
+		}
+		if s.policy == nil {
+			s.close()
+			return fmt.Errorf("the model made no ONNX policy")
+		}
+		w.versions.Store(s.policy, pv.Version)
+		*setup = s
+		w.first <- s
+		return nil
+	}
+	m, err := models.Load(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &generation{setup: s, version: pv.Version}, nil
+	w.versions.Store(m, pv.Version) // before a batch can name it
+	for _, r := range (*setup).group.Runners() {
+		if err := r.SwapPolicy(envrunner.DefaultPolicyID, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

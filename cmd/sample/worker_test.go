@@ -15,12 +15,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/scaleout"
 )
 
 // TestWorkerPolicyRollout: two worker processes sample with version 1 of the run's policy; a
 // new version reaches both within 10 s; after SIGTERM every row they report is in the stream
-// exactly once, each sampler's versions never going back.
+// exactly once, each sampler's versions never going back, and episodes running at the swap
+// go on under the new version (their rows continue at the next t).
 func TestWorkerPolicyRollout(t *testing.T) {
 	needRuntime(t)
 	b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
@@ -33,7 +35,7 @@ func TestWorkerPolicyRollout(t *testing.T) {
 	var cmds []*exec.Cmd
 	for k := range 2 {
 		cmd := exec.Command(os.Args[0], "worker", "--server", b.URL(), "--run", "w", "--sampler", fmt.Sprintf("w%d", k),
-			"--num-envs", "2", "--fragment-length", "100", "--seed", fmt.Sprint(k), "--poll", "500ms")
+			"--num-envs", "2", "--fragment-length", "97", "--seed", fmt.Sprint(k), "--poll", "500ms")
 		cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("w%d.out", k)))
 		require.NoError(t, err)
@@ -89,6 +91,14 @@ func TestWorkerPolicyRollout(t *testing.T) {
 	rows := map[string]int64{}
 	last := map[string]uint64{}
 	seen := map[string]bool{}
+	type episodeAt struct {
+		t int32
+		v uint64
+	}
+	// Episodes last up to 500 steps; a fragment of 97 steps puts a batch boundary (where
+	// the swap happens) on an episode's end only once in 48,500 steps.
+	running := map[string]episodeAt{} // sampler/eps_id -> its last row
+	across := map[string]int{}        // sampler -> episodes that went on across the swap
 	for {
 		msgs, err := c.Fetch(64, 500*time.Millisecond)
 		require.NoError(t, err)
@@ -108,6 +118,20 @@ func TestWorkerPolicyRollout(t *testing.T) {
 			mb, _, err := scaleout.Decode(&nats.Msg{Subject: m.Subject(), Data: m.Data(), Header: h})
 			require.NoError(t, err)
 			rows[s] += int64(mb.Rows())
+			pb := mb.PolicyBatches[envrunner.DefaultPolicyID]
+			for i := range pb.Count {
+				key := fmt.Sprintf("%s/%d", s, pb.EpsID[i])
+				if e, ok := running[key]; ok {
+					require.Equal(t, e.t+1, pb.T[i], "episode %s: its rows go on at the next t", key)
+					if e.v != v {
+						across[s]++
+					}
+				}
+				running[key] = episodeAt{pb.T[i], v}
+				if pb.Terminateds[i] || pb.Truncateds[i] {
+					delete(running, key)
+				}
+			}
 		}
 		require.NoError(t, scaleout.AckAll(ctx, msgs))
 	}
@@ -118,5 +142,6 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		require.Contains(t, string(out), fmt.Sprintf("worker %s: ", s))
 		require.Contains(t, string(out), fmt.Sprintf(" %d rows,", rows[s]), "rows in the stream: %d", rows[s])
 		require.EqualValues(t, 2, last[s])
+		require.Positive(t, across[s], "sampler %s: no episode went on across the swap (the swap must not end them)", s)
 	}
 }
