@@ -115,11 +115,14 @@ func (p *ActionPipeline) Compute(rng *rand.Rand, batch int, out, logStd []float3
 			copy(di[i*w+n:(i+1)*w], ls)
 		}
 	}
-	if mo, ok := p.dist.(modeRows); ok && !p.cfg.Explore && p.cfg.SkipLogp {
+	skip := !p.cfg.Explore && p.cfg.SkipLogp
+	if mo, ok := p.dist.(modeRows); ok && skip {
 		mo.ModeRows(di, p.policy[:batch*n], batch)
-		clear(p.logp[:batch])
 	} else {
 		p.computeRows(rng, di, batch)
+	}
+	if skip {
+		clear(p.logp[:batch])
 	}
 	if p.box != nil {
 		for i := range batch {

@@ -64,7 +64,8 @@
 // observations as the model sees them, after the agent connectors), actions (as the policy
 // chose them, before unsquash and clip, or the environment's off-policy action),
 // rewards, terminateds, truncateds, eps_id, env_id, agent_index, t, action_dist_inputs,
-// action_logp, vf_preds, state_in_N/state_out_N and seq_lens (sequences of at most
+// action_logp (0 when not exploring, as RLlib's StochasticSampling records it), vf_preds,
+// state_in_N/state_out_N and seq_lens (sequences of at most
 // Config.MaxSeqLen rows, 20 by default as RLlib's max_seq_len) for recurrent policies, and
 // advantages and value_targets with GAE (bootstrapped with the value of the last
 // observation when the chunk does not end with a termination). Episodes of a failed

@@ -209,9 +209,9 @@ func New(cfg Config) (*Runner, error) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		pc := cfg.Policies[id]
-		if cfg.NoSamples {
-			pc.Action.SkipLogp = true // nothing records it
-		}
+		// Not exploring, action_logp is 0, as RLlib's StochasticSampling records it
+		// (zeros_like the sampled logp): the mode's log-probability is never computed.
+		pc.Action.SkipLogp = !pc.Action.Explore
 		p, err := newPolicy(id, pc, cfg.NumEnvs)
 		if err != nil {
 			r.closePolicies()
