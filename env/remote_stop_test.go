@@ -149,6 +149,15 @@ func TestRemoteVectorEnvStopWaitsForStepsInFlight(t *testing.T) {
 		if !tc.hung && (r.Running() != 0 || envs[0].closed.Load() != 1) {
 			t.Fatalf("StopWait %v: Running %d, closed %d after Stop", tc.stopWait, r.Running(), envs[0].closed.Load())
 		}
+		// The hung step's goroutine closes its sub-environment once the step returns; the
+		// goroutine count alone can reach its old value first (other goroutines end too).
+		deadline := time.Now().Add(5 * time.Second)
+		for r.Running() > 0 || envs[0].closed.Load() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("StopWait %v: Running %d, closed %d after the step returned", tc.stopWait, r.Running(), envs[0].closed.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
 		waitGoroutines(t, before, runtime.NumGoroutine)
 		if envs[0].closed.Load() != 1 || envs[1].closed.Load() != 1 {
 			t.Fatalf("StopWait %v: closed %d %d, want each once", tc.stopWait, envs[0].closed.Load(), envs[1].closed.Load())
