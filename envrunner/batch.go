@@ -51,7 +51,11 @@ type SampleBatch struct {
 	EpsID       []int64
 	EnvID       []int32
 	AgentIndex  []int32
-	T           []int32
+	// AgentID is the agent id the environment gave (env.DefaultAgentID for single-agent
+	// environments), RLlib's agent_id; empty for batches read from files written before it
+	// was recorded.
+	AgentID []string
+	T       []int32
 
 	// Columns of a policy with a model (empty for a random policy).
 	ActionDistInputs []float32
@@ -78,6 +82,8 @@ func (b *SampleBatch) Reset() {
 	b.Obs, b.NewObs, b.Actions = b.Obs[:0], b.NewObs[:0], b.Actions[:0]
 	b.Rewards, b.Terminateds, b.Truncateds = b.Rewards[:0], b.Terminateds[:0], b.Truncateds[:0]
 	b.EpsID, b.EnvID, b.AgentIndex, b.T = b.EpsID[:0], b.EnvID[:0], b.AgentIndex[:0], b.T[:0]
+	clear(b.AgentID) // the ids may come from an environment that is gone
+	b.AgentID = b.AgentID[:0]
 	b.ActionDistInputs, b.ActionLogp, b.VfPreds = b.ActionDistInputs[:0], b.ActionLogp[:0], b.VfPreds[:0]
 	for k := range b.StateIn {
 		b.StateIn[k] = b.StateIn[k][:0]
@@ -135,6 +141,7 @@ func (b *SampleBatch) Validate() error {
 		check("eps_id", len(b.EpsID), n, false),
 		check("env_id", len(b.EnvID), n, false),
 		check("agent_index", len(b.AgentIndex), n, false),
+		check("agent_id", len(b.AgentID), n, true),
 		check("t", len(b.T), n, false),
 		check("action_dist_inputs", len(b.ActionDistInputs), n*b.DistWidth, true),
 		check("action_logp", len(b.ActionLogp), n, true),

@@ -77,6 +77,7 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	obs, newObs, acts := grow.N(&b.Obs, n*w), grow.N(&b.NewObs, n*w), grow.N(&b.Actions, n*aw)
 	rews, terms, truncs := grow.N(&b.Rewards, n), grow.N(&b.Terminateds, n), grow.N(&b.Truncateds, n)
 	eps, envs, idx, ts := grow.N(&b.EpsID, n), grow.N(&b.EnvID, n), grow.N(&b.AgentIndex, n), grow.N(&b.T, n)
+	ids := grow.N(&b.AgentID, n)
 	var dist, logp, vf []float32
 	model := !p.random
 	if model {
@@ -102,6 +103,7 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	fill(eps, a.epsID)
 	fill(envs, a.envID)
 	fill(idx, a.index)
+	fill(ids, a.id)
 	for i := range ts {
 		ts[i] = a.t0 + int32(i)
 	}

@@ -181,10 +181,12 @@ func TestMultiPolicy(t *testing.T) {
 				checkChunks(t, odd)
 				for i := range even.Count {
 					assert.Contains(t, []int32{0, 2}, even.AgentIndex[i])
+					assert.Equal(t, fmt.Sprintf("agent_%d", even.AgentIndex[i]), even.AgentID[i], "row %d: the env's agent id", i)
 					assert.InDelta(t, logSoftmaxAt(envrunner.Row(even.ActionDistInputs, 2, i), int(even.Actions[i])), float64(even.ActionLogp[i]), 1e-5)
 				}
 				for i := range odd.Count {
 					assert.Contains(t, []int32{1, 3}, odd.AgentIndex[i])
+					assert.Equal(t, fmt.Sprintf("agent_%d", odd.AgentIndex[i]), odd.AgentID[i], "row %d: the env's agent id", i)
 				}
 				assert.Len(t, even.VfPreds, even.Count)
 				if tc.secondRnd {

@@ -178,6 +178,7 @@ func TestGreedyActions(t *testing.T) {
 			}
 			assert.Equal(t, want, b.Actions[i], "row %d: greedy action for logits %v", i, d)
 			assert.Zero(t, b.ActionLogp[i], "row %d: greedy logp", i)
+			assert.Equal(t, env.DefaultAgentID, b.AgentID[i], "row %d: a single-agent env's agent id", i)
 		}
 	}
 }

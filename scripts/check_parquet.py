@@ -30,7 +30,8 @@ REQUIRED = {
     "truncateds": pa.bool_(),
     "eps_id": pa.int64(),
     "env_id": pa.int32(),
-    "agent_id": pa.int32(),
+    "agent_id": pa.string(),
+    "agent_index": pa.int32(),
     "module_id": pa.string(),
     "t": pa.int32(),
 }

@@ -40,6 +40,7 @@ func lstmBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
 		b.EpsID = append(b.EpsID, int64(i/7))
 		b.EnvID = append(b.EnvID, int32(i%3))
 		b.AgentIndex = append(b.AgentIndex, int32(i%2))
+		b.AgentID = append(b.AgentID, []string{"left", "right_ü"}[i%2])
 		b.T = append(b.T, int32(i%7))
 	}
 	for left := n; left > 0; left -= 5 {

@@ -27,15 +27,17 @@ type Builder struct {
 	meta   map[string]string
 
 	// Reused buffers, one per column that may need converting or gathering.
-	gathered [][]byte
-	next     int
-	bits     [2][]byte
-	modOff   []int32
-	modData  []byte
-	seqLens  []int32
-	actInts  []int64
-	zeros    []int32 // the offsets of empty lists
-	cols     []arrow.Array
+	gathered  [][]byte
+	next      int
+	bits      [2][]byte
+	modOff    []int32
+	modData   []byte
+	agentOff  []int32
+	agentData []byte
+	seqLens   []int32
+	actInts   []int64
+	zeros     []int32 // the offsets of empty lists
+	cols      []arrow.Array
 }
 
 // Build returns the record of m's rows (see the package doc for the columns), with meta as
@@ -99,6 +101,7 @@ func (bd *Builder) Build(m *envrunner.MultiAgentBatch, meta map[string]string) (
 	add(bd.packBits(1, batches, func(b *envrunner.SampleBatch) []bool { return b.Truncateds }))
 	add(bd.gather(batches, func(b *envrunner.SampleBatch) []byte { return arrow.Int64Traits.CastToBytes(b.EpsID) }))
 	add(i32(func(b *envrunner.SampleBatch) []int32 { return b.EnvID }))
+	bd.cols = append(bd.cols, bd.agentIDs(batches, n))
 	add(i32(func(b *envrunner.SampleBatch) []int32 { return b.AgentIndex }))
 	bd.cols = append(bd.cols, bd.moduleIDs(batches, n))
 	add(i32(func(b *envrunner.SampleBatch) []int32 { return b.T }))
@@ -206,10 +209,32 @@ func (bd *Builder) moduleIDs(batches []*envrunner.SampleBatch, n int) arrow.Arra
 			bd.modOff = append(bd.modOff, int32(len(bd.modData)))
 		}
 	}
-	data := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil,
-		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(bd.modOff)), memory.NewBufferBytes(bd.modData)}, nil, 0, 0)
-	defer data.Release()
-	return array.MakeFromData(data)
+	return stringArray(n, bd.modOff, bd.modData)
+}
+
+// agentIDs builds the agent_id column: each row its agent's id ("" for a batch that has
+// none, read from an older file).
+func (bd *Builder) agentIDs(batches []*envrunner.SampleBatch, n int) arrow.Array {
+	bd.agentOff = append(bd.agentOff[:0], 0)
+	bd.agentData = bd.agentData[:0]
+	for _, b := range batches {
+		for i := range b.Count {
+			if len(b.AgentID) > 0 {
+				bd.agentData = append(bd.agentData, b.AgentID[i]...)
+			}
+			bd.agentOff = append(bd.agentOff, int32(len(bd.agentData)))
+		}
+	}
+	return stringArray(n, bd.agentOff, bd.agentData)
+}
+
+// stringArray is a string array of n values over off (n+1 offsets) and data, without a
+// copy.
+func stringArray(n int, off []int32, data []byte) arrow.Array {
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{nil,
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(off)), memory.NewBufferBytes(data)}, nil, 0, 0)
+	defer d.Release()
+	return array.MakeFromData(d)
 }
 
 // seqLensPerRow spreads the batches' seq_lens over the rows (see AppendSeqLensPerRow).

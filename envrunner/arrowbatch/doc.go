@@ -14,7 +14,9 @@
 //	terminateds, truncateds bool
 //	eps_id                  int64
 //	env_id                  int32 (the sub-environment)
-//	agent_id                int32 (the agent's index in its episode, RLlib's agent_index)
+//	agent_id                string (the agent id the environment gave, RLlib's agent_id;
+//	                        "" for rows read from files that did not record it)
+//	agent_index             int32 (the agent's index in its episode, RLlib's agent_index)
 //	module_id               string (the policy)
 //	t                       int32
 //	action_dist_inputs      fixed_size_list<float32>[dist width]   optional

@@ -132,6 +132,7 @@ const (
 	ColEpsID            = "eps_id"
 	ColEnvID            = "env_id"
 	ColAgentID          = "agent_id"
+	ColAgentIndex       = "agent_index"
 	ColModuleID         = "module_id"
 	ColT                = "t"
 	ColActionDistInputs = "action_dist_inputs"
@@ -178,7 +179,8 @@ func Schema(l Layout, meta map[string]string) *arrow.Schema {
 		{Name: ColTruncateds, Type: arrow.FixedWidthTypes.Boolean},
 		{Name: ColEpsID, Type: arrow.PrimitiveTypes.Int64},
 		{Name: ColEnvID, Type: i32},
-		{Name: ColAgentID, Type: i32},
+		{Name: ColAgentID, Type: arrow.BinaryTypes.String},
+		{Name: ColAgentIndex, Type: i32},
 		{Name: ColModuleID, Type: arrow.BinaryTypes.String},
 		{Name: ColT, Type: i32},
 	}

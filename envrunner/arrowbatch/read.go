@@ -212,7 +212,7 @@ func (r *reader) batch(sel []int) (*envrunner.SampleBatch, error) {
 	if b.EnvID, err = r.int32s(ColEnvID, sel); err != nil {
 		return nil, err
 	}
-	if b.AgentIndex, err = r.int32s(ColAgentID, sel); err != nil {
+	if err := r.agents(b, sel); err != nil {
 		return nil, err
 	}
 	if b.T, err = r.int32s(ColT, sel); err != nil {
@@ -323,4 +323,33 @@ func StandInSpace(actions []float32, width int, flat bool) spaces.Space {
 		nvec[j] = max(nvec[j], int64(v)+1)
 	}
 	return &spaces.MultiDiscrete{Nvec: nvec}
+}
+
+// agents reads agent_id (strings) and agent_index. Files written before agent_id held the
+// agent's id have no agent_index and the index in an integer agent_id: their AgentID stays
+// empty.
+func (r *reader) agents(b *envrunner.SampleBatch, sel []int) error {
+	if idx, err := r.col(ColAgentIndex, false); err != nil {
+		return err
+	} else if idx == nil {
+		b.AgentIndex, err = r.int32s(ColAgentID, sel)
+		return err
+	}
+	var err error
+	if b.AgentIndex, err = r.int32s(ColAgentIndex, sel); err != nil {
+		return err
+	}
+	c, err := r.col(ColAgentID, true)
+	if err != nil {
+		return err
+	}
+	ids, ok := c.(*array.String)
+	if !ok {
+		return fmt.Errorf("column %q is %s, want string", ColAgentID, c.DataType())
+	}
+	b.AgentID = make([]string, len(sel))
+	for j, i := range sel {
+		b.AgentID[j] = ids.Value(i)
+	}
+	return nil
 }

@@ -142,6 +142,7 @@ const (
 	kindInt64s         // flat int64
 	kindInt32s         // flat int32
 	kindActions        // flat or rows, integers or floats
+	kindStrings        // flat strings
 )
 
 var columnKinds = map[string]int{
@@ -154,6 +155,7 @@ var columnKinds = map[string]int{
 	"eps_id":             kindInt64s,
 	"env_id":             kindInt32s,
 	"agent_index":        kindInt32s,
+	"agent_id":           kindStrings,
 	"t":                  kindInt32s,
 	"action_dist_inputs": kindRows,
 	"action_logp":        kindFloats,
@@ -167,8 +169,8 @@ var requiredColumns = [...]string{"obs", "new_obs", "actions", "rewards", "termi
 	"truncateds", "eps_id", "env_id", "agent_index", "t"}
 
 // optionalColumns are the optional columns of one value per row (seq_lens has one per sequence).
-var optionalColumns = [...]string{"action_dist_inputs", "action_logp", "vf_preds", "advantages",
-	"value_targets"}
+var optionalColumns = [...]string{"agent_id", "action_dist_inputs", "action_logp", "vf_preds",
+	"advantages", "value_targets"}
 
 // maxStates bounds the k of state_in_k / state_out_k.
 const maxStates = 1024
@@ -180,6 +182,7 @@ type column struct {
 	f     []float32
 	i     []int64
 	b     []bool
+	s     []string
 	ints  bool // actions: every value is an integer (see Decode)
 }
 
@@ -289,6 +292,9 @@ func (p *parts) build() (*envrunner.SampleBatch, error) {
 	b.EpsID = p.cols["eps_id"].i
 	b.EnvID = int32s(p.cols["env_id"].i)
 	b.AgentIndex = int32s(p.cols["agent_index"].i)
+	if c := p.cols["agent_id"]; c != nil && c.rows > 0 {
+		b.AgentID = c.s
+	}
 	b.T = int32s(p.cols["t"].i)
 	if c := p.cols["action_dist_inputs"]; c != nil && c.rows > 0 {
 		b.ActionDistInputs, b.DistWidth = c.f, c.width
@@ -474,6 +480,14 @@ func (d *decoder) column(kind int) (*column, error) {
 			return err
 		})
 		c.rows = len(c.b)
+		return c, err
+	case kindStrings:
+		err := d.list(func() error {
+			v, err := d.str()
+			c.s = append(c.s, v)
+			return err
+		})
+		c.rows = len(c.s)
 		return c, err
 	case kindInt64s, kindInt32s:
 		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)

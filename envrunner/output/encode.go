@@ -57,7 +57,7 @@ func AppendJSON(dst []byte, m *envrunner.MultiAgentBatch) []byte {
 // own); without it, it is the form used inside "policy_batches".
 //
 // Columns come in a fixed order: obs, new_obs, actions, rewards, terminateds, truncateds,
-// eps_id, env_id, agent_index, t, then action_dist_inputs, action_logp, vf_preds,
+// eps_id, env_id, agent_index, agent_id (when recorded), t, then action_dist_inputs, action_logp, vf_preds,
 // state_in_0.., state_out_0.., seq_lens, advantages, value_targets, where the optional ones
 // are left out when empty. It panics when the columns do not match b.Count and the widths.
 func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) []byte {
@@ -85,6 +85,16 @@ func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) 
 	dst = append(dst, ']')
 	dst = appendInt32s(dst, `,"env_id":`, b.EnvID)
 	dst = appendInt32s(dst, `,"agent_index":`, b.AgentIndex)
+	if len(b.AgentID) > 0 {
+		dst = append(dst, `,"agent_id":[`...)
+		for i, id := range b.AgentID {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonappend.String(dst, id)
+		}
+		dst = append(dst, ']')
+	}
 	dst = appendInt32s(dst, `,"t":`, b.T)
 	if len(b.ActionDistInputs) > 0 {
 		dst = appendRows(dst, `,"action_dist_inputs":`, b.ActionDistInputs, n, b.DistWidth)
@@ -144,6 +154,7 @@ func checkLayout(b *envrunner.SampleBatch) error {
 		{"eps_id", len(b.EpsID), 1, false},
 		{"env_id", len(b.EnvID), 1, false},
 		{"agent_index", len(b.AgentIndex), 1, false},
+		{"agent_id", len(b.AgentID), 1, true},
 		{"t", len(b.T), 1, false},
 		{"action_dist_inputs", len(b.ActionDistInputs), b.DistWidth, true},
 		{"action_logp", len(b.ActionLogp), 1, true},

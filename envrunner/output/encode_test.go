@@ -296,7 +296,7 @@ func checkFloatRows(t *testing.T, name string, got any, want []float32, n, w int
 // keyRank is the position of a key in the documented order.
 func keyRank(key string) (int, bool) {
 	fixed := []string{"type", "count", "policy_batches", "obs", "new_obs", "actions", "rewards",
-		"terminateds", "truncateds", "eps_id", "env_id", "agent_index", "t", "action_dist_inputs",
+		"terminateds", "truncateds", "eps_id", "env_id", "agent_index", "agent_id", "t", "action_dist_inputs",
 		"action_logp", "vf_preds"}
 	if i := slices.Index(fixed, key); i >= 0 {
 		return i, true

@@ -33,6 +33,7 @@ func cartPoleBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
 		b.EpsID = append(b.EpsID, int64(1000+i/20))
 		b.EnvID = append(b.EnvID, int32(i%8))
 		b.AgentIndex = append(b.AgentIndex, 0)
+		b.AgentID = append(b.AgentID, "agent0")
 		b.T = append(b.T, int32(i%20))
 		l0, l1 := float32(rng.NormFloat64()), float32(rng.NormFloat64())
 		b.ActionDistInputs = append(b.ActionDistInputs, l0, l1)
@@ -113,7 +114,9 @@ func randomBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
 		b.Truncateds = append(b.Truncateds, rng.IntN(5) == 0)
 		b.EpsID = append(b.EpsID, int64(rng.Uint64()))
 		b.EnvID = append(b.EnvID, int32(rng.Uint32()))
-		b.AgentIndex = append(b.AgentIndex, rng.Int32N(4))
+		k := rng.Int32N(4)
+		b.AgentIndex = append(b.AgentIndex, k)
+		b.AgentID = append(b.AgentID, []string{"agent0", "player_1", `q"uo\te`, "émoji 🙂"}[k])
 		b.T = append(b.T, rng.Int32N(1000))
 	}
 	if rng.IntN(2) == 0 {
@@ -237,6 +240,7 @@ func diffBatch(want, got *envrunner.SampleBatch, exact bool) string {
 		diffSlice("eps_id", want.EpsID, got.EpsID),
 		diffSlice("env_id", want.EnvID, got.EnvID),
 		diffSlice("agent_index", want.AgentIndex, got.AgentIndex),
+		diffSlice("agent_id", want.AgentID, got.AgentID),
 		diffSlice("t", want.T, got.T),
 		diffFloats("action_dist_inputs", want.ActionDistInputs, got.ActionDistInputs, exact),
 		diffFloats("action_logp", want.ActionLogp, got.ActionLogp, exact),

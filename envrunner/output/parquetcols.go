@@ -2,6 +2,7 @@ package output
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -19,6 +20,7 @@ type columnWriter struct {
 	ints    []int64
 	int32s  []int32
 	modules []parquet.ByteArray
+	agents  []parquet.ByteArray
 }
 
 // listLevels are the levels of rows of one width w of a required list of required values
@@ -187,6 +189,25 @@ func (c *columnWriter) writeRowGroup(rgw file.SerialRowGroupWriter, l arrowbatch
 	if err := c.int32Col(rgw, batches, func(b *sb) []int32 { return b.EnvID }); err != nil {
 		return err
 	}
+	agents, err := next[*file.ByteArrayColumnChunkWriter](rgw, false)
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		c.agents = c.agents[:0]
+		for i := range b.Count {
+			var id parquet.ByteArray
+			if len(b.AgentID) > 0 {
+				// The writer only reads the bytes: the string's own, no copy per row.
+				id = unsafe.Slice(unsafe.StringData(b.AgentID[i]), len(b.AgentID[i]))
+			}
+			c.agents = append(c.agents, id)
+		}
+		if _, err := agents.WriteBatch(c.agents, nil, nil); err != nil {
+			return err
+		}
+	}
+	clear(c.agents) // no reference to the batches' strings once written
 	if err := c.int32Col(rgw, batches, func(b *sb) []int32 { return b.AgentIndex }); err != nil {
 		return err
 	}
