@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -161,4 +162,41 @@ func TestSchema(t *testing.T) {
 		assert.Equal(t, strings.ReplaceAll(tc.want, ", nullable", ""), strings.ReplaceAll(fmt.Sprint(f.Type), ", nullable", ""))
 		assert.Equal(t, arrow.FIXED_SIZE_LIST, s.Field(0).Type.ID())
 	}
+}
+
+// TestOlderRecordWithIntegerAgentID: records written before agent_id held the agent's id
+// had no agent_index and the index in an integer agent_id; they read back with the index and
+// no ids.
+func TestOlderRecordWithIntegerAgentID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := multi(map[string]*envrunner.SampleBatch{"p": lstmBatch(rng, 17)})
+	var bd Builder
+	rec, _, err := bd.Build(m, nil)
+	require.NoError(t, err)
+	defer rec.Release()
+	sc := rec.Schema()
+	idx := sc.FieldIndices(ColAgentIndex)[0]
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for i, f := range sc.Fields() {
+		switch f.Name {
+		case ColAgentIndex:
+			continue
+		case ColAgentID:
+			f.Type = arrow.PrimitiveTypes.Int32
+			cols = append(cols, rec.Column(idx))
+		default:
+			cols = append(cols, rec.Column(i))
+		}
+		fields = append(fields, f)
+	}
+	old := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	defer old.Release()
+	back, err := ToBatch(old, m.EnvSteps)
+	require.NoError(t, err)
+	want := *m.PolicyBatches["p"]
+	want.AgentID = nil
+	got := *back.PolicyBatches["p"]
+	want.ActionSpace, got.ActionSpace = nil, nil
+	require.Equal(t, want, got)
 }
