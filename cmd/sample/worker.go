@@ -25,6 +25,7 @@ const workerArgs = "[--server URL] [--run NAME] [--policy ID] [--env NAME] [--nu
 type workerFlags struct {
 	nats                  natsFlags
 	policy, sampler, work string
+	metrics               string
 	poll                  time.Duration
 	run                   runFlags
 }
@@ -42,6 +43,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.policy, "policy", "default_policy", "policy id in the run's policy bucket")
 	fs.StringVar(&f.sampler, "sampler", "", "this sampler's name (default: host name and process id)")
 	fs.StringVar(&f.work, "workdir", "", "directory for downloaded models (default: a temporary one)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (policy version, version lag, swap time, publish counters) at http://ADDR/metrics")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "also look for a new policy version this often (a watch can stall after a server restart)")
 	r := &f.run
 	fs.StringVar(&r.env, "env", "CartPole-v1", "registered environment name")
@@ -103,6 +105,14 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.metrics != "" {
+		stopMetrics, err := serveWorkerMetrics(f.metrics, &w.metrics, pub.Stats, stderr)
+		if err != nil {
+			pub.Close()
+			return err
+		}
+		defer stopMetrics()
+	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); w.watch(watchCtx, stderr) }()
@@ -135,6 +145,7 @@ type worker struct {
 	versions sync.Map       // *models.Policy -> its version
 	out      sync.WaitGroup // batches with the publisher
 	version  uint64         // of the batches published last (sample's goroutine)
+	metrics  workerMetrics
 }
 
 func (w *worker) release(b *envrunner.MultiAgentBatch) {
@@ -158,6 +169,7 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 		}
 		if v, ok := w.versions.Load(b.PolicyBatches[pid].Model); ok && v.(uint64) != w.version {
 			w.version = v.(uint64)
+			w.metrics.samplingWith(w.version)
 			pub.SetPolicyVersion(w.version)
 			fmt.Fprintf(stderr, "sample worker: sampling with policy %s version %d\n", w.f.policy, w.version)
 		}
@@ -202,6 +214,7 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 			fmt.Fprintf(stderr, "sample worker: %v (retrying)\n", oneLine(err.Error()))
 		case pv.Version > have:
 			have = pv.Version
+			w.metrics.saw(pv.Version)
 			if err := w.take(ctx, pv, &setup); err != nil {
 				fmt.Fprintf(stderr, "sample worker: policy %s version %d: %v (skipped)\n", w.f.policy, pv.Version, oneLine(err.Error()))
 			}

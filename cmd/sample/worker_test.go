@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"syscall"
 	"testing"
@@ -34,8 +37,12 @@ func TestWorkerPolicyRollout(t *testing.T) {
 	dir := t.TempDir()
 	var cmds []*exec.Cmd
 	for k := range 2 {
-		cmd := exec.Command(os.Args[0], "worker", "--server", b.URL(), "--run", "w", "--sampler", fmt.Sprintf("w%d", k),
-			"--num-envs", "2", "--fragment-length", "97", "--seed", fmt.Sprint(k), "--poll", "500ms")
+		args := []string{"worker", "--server", b.URL(), "--run", "w", "--sampler", fmt.Sprintf("w%d", k),
+			"--num-envs", "2", "--fragment-length", "97", "--seed", fmt.Sprint(k), "--poll", "500ms"}
+		if k == 0 {
+			args = append(args, "--metrics", "127.0.0.1:0")
+		}
+		cmd := exec.Command(os.Args[0], args...)
 		cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
 		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("w%d.out", k)))
 		require.NoError(t, err)
@@ -80,6 +87,17 @@ func TestWorkerPolicyRollout(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	rollout := waitVersion(2)
 	t.Logf("policy version 2 on both workers after %v (including up to 1 s of reporting delay)", rollout)
+	metrics := fetchWorkerMetrics(t, filepath.Join(dir, "w0.out"))
+	for _, want := range []string{"sample_worker_policy_version 2\n", "sample_worker_policy_latest_version 2\n",
+		"sample_worker_policy_version_lag 0\n", "sample_worker_policy_swaps_total 2\n", "# TYPE sample_worker_policy_swap_seconds gauge\n"} {
+		require.Contains(t, metrics, want)
+	}
+	swap := regexp.MustCompile(`(?m)^sample_worker_policy_swap_seconds (\S+)$`).FindStringSubmatch(metrics)
+	require.NotNil(t, swap, metrics)
+	secs, err := strconv.ParseFloat(swap[1], 64)
+	require.NoError(t, err)
+	require.True(t, secs > 0 && secs < 10, "swap took %v s", secs)
+	t.Logf("worker w0: version 2 taken %.3f s after it was seen (download, check, session, next batch boundary)", secs)
 	for _, cmd := range cmds {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait())
@@ -144,4 +162,21 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		require.EqualValues(t, 2, last[s])
 		require.Positive(t, across[s], "sampler %s: no episode went on across the swap (the swap must not end them)", s)
 	}
+}
+
+// fetchWorkerMetrics fetches the Prometheus text of the worker whose log is at path (it prints
+// the address of its --metrics endpoint).
+func fetchWorkerMetrics(t *testing.T, path string) string {
+	t.Helper()
+	out, err := os.ReadFile(path)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`metrics at (http://\S+/metrics)`).FindSubmatch(out)
+	require.NotNil(t, m, "no metrics address in the log:\n%s", out)
+	resp, err := http.Get(string(m[1]))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/onnxrl/sampler/scaleout"
+)
+
+// workerMetrics are what sample worker --metrics serves in Prometheus's text format: the
+// policy version its batches carry, the newest version it has seen in the bucket, the lag
+// between them, and how long the last swap took (from seeing a version to the first batch
+// tagged with it), beside the publisher's counters.
+type workerMetrics struct {
+	sampling atomic.Uint64 // version of the batches published last
+	latest   atomic.Uint64 // newest version seen in the bucket
+	swapNs   atomic.Int64  // the last swap's time
+	swaps    atomic.Int64
+
+	mu   sync.Mutex
+	seen map[uint64]time.Time // when each version not yet sampled with was seen
+}
+
+// saw records that version v is the newest in the bucket.
+func (m *workerMetrics) saw(v uint64) {
+	m.mu.Lock()
+	if m.seen == nil {
+		m.seen = map[uint64]time.Time{}
+	}
+	m.seen[v] = time.Now()
+	m.mu.Unlock()
+	for {
+		old := m.latest.Load()
+		if v <= old || m.latest.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// sampling records that the batches now carry version v.
+func (m *workerMetrics) samplingWith(v uint64) {
+	m.sampling.Store(v)
+	m.mu.Lock()
+	t, ok := m.seen[v]
+	for old := range m.seen {
+		if old <= v {
+			delete(m.seen, old)
+		}
+	}
+	m.mu.Unlock()
+	if ok {
+		m.swapNs.Store(int64(time.Since(t)))
+		m.swaps.Add(1)
+	}
+}
+
+// write writes the metrics in Prometheus's text format.
+func (m *workerMetrics) write(w io.Writer, st scaleout.PublisherStats) {
+	cur, latest := m.sampling.Load(), m.latest.Load()
+	lag := uint64(0)
+	if latest > cur {
+		lag = latest - cur
+	}
+	gauge := func(name, help string, v any) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %v\n", name, help, name, name, v)
+	}
+	counter := func(name, help string, v int64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", name, help, name, name, v)
+	}
+	gauge("sample_worker_policy_version", "Policy version of the batches published last.", cur)
+	gauge("sample_worker_policy_latest_version", "Newest policy version seen in the run's policy bucket.", latest)
+	gauge("sample_worker_policy_version_lag", "Versions between the newest in the bucket and the one sampled with.", lag)
+	gauge("sample_worker_policy_swap_seconds", "Time from seeing the last version taken to its first batch.", time.Duration(m.swapNs.Load()).Seconds())
+	counter("sample_worker_policy_swaps_total", "Policy versions taken, the first included.", m.swaps.Load())
+	counter("sample_worker_batches_total", "Sample batches published.", st.Batches)
+	counter("sample_worker_rows_total", "Rows published.", st.Rows)
+	counter("sample_worker_messages_total", "Messages acknowledged by the stream.", st.Messages)
+	counter("sample_worker_full_total", "Publishes refused by a full stream (retried).", st.Full)
+}
+
+// serveWorkerMetrics serves GET /metrics on addr until the returned function is called.
+func serveWorkerMetrics(addr string, m *workerMetrics, stats func() scaleout.PublisherStats, stderr io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		m.write(w, stats())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(stderr, "sample worker: metrics at http://%s/metrics\n", ln.Addr())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stderr, "sample worker: metrics: %v\n", err)
+		}
+	}()
+	return func() { srv.Close(); <-done }, nil
+}
