@@ -26,7 +26,7 @@ type workerFlags struct {
 	nats                  natsFlags
 	policy, sampler, work string
 	metrics               string
-	poll                  time.Duration
+	poll, stopWait        time.Duration
 	run                   runFlags
 }
 
@@ -44,6 +44,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.sampler, "sampler", "", "this sampler's name (default: host name and process id)")
 	fs.StringVar(&f.work, "workdir", "", "directory for downloaded models (default: a temporary one)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (policy version, version lag, swap time, publish counters) at http://ADDR/metrics")
+	fs.DurationVar(&f.stopWait, "stop-wait", 10*time.Second, "after SIGINT/SIGTERM, how long the batches already sampled may take to reach the stream (a full one refuses them) before the worker gives up on them and exits")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "also look for a new policy version this often (a watch can stall after a server restart)")
 	r := &f.run
 	fs.StringVar(&r.env, "env", "CartPole-v1", "registered environment name")
@@ -75,8 +76,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return usagef("--sampler: %v", err)
 	}
 	switch {
-	case r.numEnvs < 1 || r.fragment < 1 || r.threads < 0 || r.steps < 0 || f.poll <= 0:
-		return usagef("--num-envs and --fragment-length must be positive, --threads and --steps not negative, --poll positive")
+	case r.numEnvs < 1 || r.fragment < 1 || r.threads < 0 || r.steps < 0 || f.poll <= 0 || f.stopWait < 0:
+		return usagef("--num-envs and --fragment-length must be positive, --threads, --steps and --stop-wait not negative, --poll positive")
 	}
 	r.workers, r.normalize, r.batchMode, r.countBy = 1, true, envrunner.TruncateEpisodes, envrunner.EnvSteps
 	if f.work == "" {
@@ -100,11 +101,29 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	w := &worker{f: f, js: js, first: make(chan *runSetup, 1)}
-	pub, err := scaleout.NewPublisher(context.Background(), nc, js, scaleout.PublisherOptions{
+	// The publisher outlives a stop signal by --stop-wait at most: a full stream would
+	// otherwise hold the worker (retrying the queued batches) until a consumer makes room.
+	pubCtx, cancelPub := context.WithCancel(context.Background())
+	defer cancelPub()
+	pub, err := scaleout.NewPublisher(pubCtx, nc, js, scaleout.PublisherOptions{
 		Run: f.nats.run, Sampler: f.sampler, OnPublished: w.release})
 	if err != nil {
 		return err
 	}
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-finished:
+			return
+		}
+		select {
+		case <-time.After(f.stopWait):
+			cancelPub()
+		case <-finished:
+		}
+	}()
 	if f.metrics != "" {
 		stopMetrics, err := serveWorkerMetrics(f.metrics, &w.metrics, pub.Stats, stderr)
 		if err != nil {
@@ -130,6 +149,15 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		w.setup.close()
 	}
 	st := pub.Stats()
+	if lost := w.written - st.Batches; lost > 0 && pubCtx.Err() != nil {
+		// Given up after the stop signal: these batches never reached the stream, so a
+		// learner has nothing of them and nothing it has is missing.
+		fmt.Fprintf(stderr, "sample worker: stopped after --stop-wait %v with %d sampled batches (%d rows) never acknowledged by the stream (full: %d refusals); they are not in it\n",
+			f.stopWait, lost, w.writtenRows-st.Rows, st.Full)
+		if errors.Is(err, context.Canceled) {
+			err = nil // the stop that was asked for
+		}
+	}
 	fmt.Fprintf(stdout, "worker %s: %d batches, %d rows, %d messages, %d refused by a full stream, last policy version %d\n",
 		f.sampler, st.Batches, st.Rows, st.Messages, st.Full, w.version)
 	return err
@@ -145,7 +173,9 @@ type worker struct {
 	versions sync.Map       // *models.Policy -> its version
 	out      sync.WaitGroup // batches with the publisher
 	version  uint64         // of the batches published last (sample's goroutine)
-	metrics  workerMetrics
+	// written and writtenRows count the batches handed to the publisher (sample's goroutine).
+	written, writtenRows int64
+	metrics              workerMetrics
 }
 
 func (w *worker) release(b *envrunner.MultiAgentBatch) {
@@ -174,11 +204,13 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 			fmt.Fprintf(stderr, "sample worker: sampling with policy %s version %d\n", w.f.policy, w.version)
 		}
 		w.out.Add(1)
+		rows := int64(b.Rows())
 		if err := pub.Write(b); err != nil {
 			w.out.Done()
-			w.setup.group.Release(b)
-			return err
+			return err // Group.Run gives b back
 		}
+		w.written++
+		w.writtenRows += rows
 		return nil
 	}
 	return w.setup.group.Run(ctx, envrunner.GroupOptions{Sink: sink})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -179,4 +181,79 @@ func fetchWorkerMetrics(t *testing.T, path string) string {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(body)
+}
+
+// TestWorkerStopsOnSignalWhileStreamFull: a worker whose stream is full (no consumer) keeps
+// retrying its queued batches; SIGTERM must still end it within --stop-wait and a little,
+// exit 0, and say how many batches never reached the stream.
+func TestWorkerStopsOnSignalWhileStreamFull(t *testing.T) {
+	needRuntime(t)
+	b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	nc, err := nats.Connect(b.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, scaleout.EnsureRun(ctx, js, "full", scaleout.RunConfig{MaxBytes: 128 << 10}))
+	code, _, errs := runCLI("publish-policy", "--server", b.URL(), "--run", "full", "../../models/cartpole_mlp.onnx")
+	require.Equal(t, 0, code, errs)
+
+	var out bytes.Buffer
+	cmd := exec.Command(os.Args[0], "worker", "--server", b.URL(), "--run", "full", "--sampler", "wf",
+		"--num-envs", "4", "--fragment-length", "100", "--poll", "500ms", "--stop-wait", "1s")
+	cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
+	sw := &syncWriter{w: &out}
+	cmd.Stdout, cmd.Stderr = sw, sw
+	require.NoError(t, cmd.Start())
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := scaleout.RunStatus(ctx, js, "full")
+		require.NoError(t, err)
+		if len(st.Samplers) == 1 && st.Samplers[0].Stats.Full > 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the worker was never refused by the full stream: %+v", st)
+		time.Sleep(50 * time.Millisecond)
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "worker output:\n%s", sw.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the worker did not stop 15 s after SIGTERM (--stop-wait 1s):\n%s", sw.String())
+	}
+	took := time.Since(start)
+	t.Logf("stopped %v after SIGTERM", took)
+	require.Regexp(t, `stopped after --stop-wait 1s with [1-9][0-9]* sampled batches \([0-9]+ rows\) never acknowledged`, sw.String())
+}
+
+// syncWriter serializes writes of two streams into one buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
