@@ -16,6 +16,7 @@ import (
 type part struct {
 	data     []byte
 	envSteps int
+	rows     int
 }
 
 // encodeParts writes rec as Arrow IPC streams of at most limit bytes each, split by rows into
@@ -64,7 +65,7 @@ func tryParts(rec arrow.RecordBatch, n, envSteps, limit int) ([]part, bool, erro
 		if i == n-1 {
 			steps = envSteps
 		}
-		parts = append(parts, part{data: buf.Bytes(), envSteps: steps - given})
+		parts = append(parts, part{data: buf.Bytes(), envSteps: steps - given, rows: hi - lo})
 		given = steps
 	}
 	return parts, true, nil

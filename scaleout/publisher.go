@@ -25,6 +25,11 @@ type PublisherOptions struct {
 	// publishing goroutine, once it has been encoded (or dropped after a failure): from then
 	// on the caller may reuse it.
 	OnPublished func(*envrunner.MultiAgentBatch)
+	// OnAcked, when set, is called on the publishing goroutine for every message the stream
+	// has acknowledged (also as a duplicate of an earlier publish of it): its id and rows.
+	// What it was told is in the stream; a batch split into several messages is reported
+	// message by message.
+	OnAcked func(msgID string, rows int)
 	// Metadata goes into every message's Arrow schema (see output.Source).
 	Metadata map[string]string
 	// MaxPayload caps the message size; 0 takes the server's (nats.Conn.MaxPayload).
@@ -219,8 +224,12 @@ func (p *Publisher) publishBatch(bd *arrowbatch.Builder, q queued) error {
 		msg.Header.Set(HeaderSampler, p.o.Sampler)
 		msg.Header.Set(HeaderBatch, strconv.FormatUint(p.batch, 10))
 		msg.Header.Set(HeaderPart, fmt.Sprintf("%d/%d", i+1, len(parts)))
-		if err := p.publish(msg, p.o.Sampler+"-"+strconv.FormatUint(p.seq, 10)); err != nil {
+		id := p.o.Sampler + "-" + strconv.FormatUint(p.seq, 10)
+		if err := p.publish(msg, id); err != nil {
 			return err
+		}
+		if p.o.OnAcked != nil {
+			p.o.OnAcked(id, pt.rows)
 		}
 		p.mu.Lock()
 		p.stats.Messages++

@@ -13,9 +13,11 @@ import (
 func TestPublishConsume(t *testing.T) {
 	_, nc, js := startRun(t, RunConfig{})
 	var back atomic.Int64
+	acked := map[string]int{} // the publishing goroutine's, read after Close
 	p, err := NewPublisher(context.Background(), nc, js, PublisherOptions{Run: "t", Sampler: "s0",
 		MaxPayload: 16 << 10, Metadata: map[string]string{"k": "v"},
-		OnPublished: func(*envrunner.MultiAgentBatch) { back.Add(1) }})
+		OnPublished: func(*envrunner.MultiAgentBatch) { back.Add(1) },
+		OnAcked:     func(id string, rows int) { acked[id] += rows }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +37,13 @@ func TestPublishConsume(t *testing.T) {
 	}
 	if st.Messages <= batches {
 		t.Fatalf("a 500-row batch should not fit in 16 KiB: %d messages", st.Messages)
+	}
+	ackedRows := 0
+	for _, r := range acked {
+		ackedRows += r
+	}
+	if int64(len(acked)) != st.Messages || ackedRows != batches*rows || acked["s0-1"] == 0 {
+		t.Fatalf("OnAcked told %d messages of %d rows (%v), want %d of %d", len(acked), ackedRows, acked, st.Messages, batches*rows)
 	}
 	c, err := NewConsumer(context.Background(), js, ConsumerOptions{Run: "t"})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,6 +26,7 @@ type drainFlags struct {
 	out, durable          string
 	idleExit, segmentTime time.Duration
 	maxRows, segmentRows  int64
+	maxRate               float64
 	fetch                 int
 	jsonOut               bool
 }
@@ -59,6 +61,7 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.segmentRows, "segment-rows", 1_000_000, "close the file and acknowledge its messages after this many rows")
 	fs.DurationVar(&f.segmentTime, "segment-time", time.Minute, "close the file and acknowledge its messages after this long")
 	fs.IntVar(&f.fetch, "fetch", 16, "messages asked for at once")
+	fs.Float64Var(&f.maxRate, "max-rate", 0, "take at most this many rows per second on average (0: as fast as it can), to leave a shared disk or link to others, or to try back-pressure")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -69,8 +72,8 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 		return usagef("unexpected argument %q", pos[0])
 	case f.out == "":
 		return usagef("--out is required")
-	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0:
-		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows and --idle-exit not negative")
+	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0 || !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0):
+		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows, --idle-exit and --max-rate not negative (and finite)")
 	}
 	if err := f.nats.check(); err != nil {
 		return err
@@ -116,10 +119,12 @@ type drainer struct {
 	stderr  io.Writer
 	segRows int64
 	started time.Time
+	begun   time.Time // when the drain started (--max-rate)
 }
 
 func (d *drainer) run(ctx context.Context) error {
 	lastMsg := time.Now()
+	d.begun = lastMsg
 	for ctx.Err() == nil {
 		if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows && d.w == nil {
 			return nil
@@ -152,6 +157,7 @@ func (d *drainer) run(ctx context.Context) error {
 			if err := d.write(m); err != nil {
 				return errors.Join(err, d.closeSegment())
 			}
+			d.pace(ctx)
 			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows) {
 				if err := d.closeSegment(); err != nil {
 					return err
@@ -172,6 +178,21 @@ func (d *drainer) run(ctx context.Context) error {
 		}
 	}
 	return d.closeSegment()
+}
+
+// pace sleeps, with --max-rate, until the rows taken so far are no more than the rate allows
+// since the drain started.
+func (d *drainer) pace(ctx context.Context) {
+	if d.f.maxRate <= 0 {
+		return
+	}
+	due := d.begun.Add(time.Duration(float64(d.sum.Rows) / d.f.maxRate * float64(time.Second)))
+	if wait := time.Until(due); wait > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
 }
 
 // write adds one message's batch to the current segment, opening it first when needed.

@@ -91,6 +91,10 @@ func TestScaleoutBadInput(t *testing.T) {
 		{"drain", "--run", "x"},
 		{"drain", "--out", "x.parquet", "--run", "bad name"},
 		{"broker", "--max-payload", "1"},
+		{"drain", "--out", "x.parquet", "--max-rate", "-5"},
+		{"drain", "--out", "x.parquet", "--max-rate", "NaN"},
+		{"drain", "--out", "x.parquet", "--max-rate", "+Inf"},
+		{"worker", "--stop-wait", "-1s"},
 	} {
 		code, _, errs := runCLI(args...)
 		require.Equal(t, 2, code, "%v: %s", args, errs)

@@ -25,7 +25,7 @@ const workerArgs = "[--server URL] [--run NAME] [--policy ID] [--env NAME] [--nu
 type workerFlags struct {
 	nats                  natsFlags
 	policy, sampler, work string
-	metrics               string
+	metrics, ackLog       string
 	poll, stopWait        time.Duration
 	run                   runFlags
 }
@@ -43,6 +43,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.policy, "policy", "default_policy", "policy id in the run's policy bucket")
 	fs.StringVar(&f.sampler, "sampler", "", "this sampler's name (default: host name and process id)")
 	fs.StringVar(&f.work, "workdir", "", "directory for downloaded models (default: a temporary one)")
+	fs.StringVar(&f.ackLog, "ack-log", "", "append \"MSG-ID ROWS\" to this file for every message the stream acknowledged (an audit of what reached it)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (policy version, version lag, swap time, publish counters) at http://ADDR/metrics")
 	fs.DurationVar(&f.stopWait, "stop-wait", 10*time.Second, "after SIGINT/SIGTERM, how long the batches already sampled may take to reach the stream (a full one refuses them) before the worker gives up on them and exits")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "also look for a new policy version this often (a watch can stall after a server restart)")
@@ -105,8 +106,22 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	// otherwise hold the worker (retrying the queued batches) until a consumer makes room.
 	pubCtx, cancelPub := context.WithCancel(context.Background())
 	defer cancelPub()
-	pub, err := scaleout.NewPublisher(pubCtx, nc, js, scaleout.PublisherOptions{
-		Run: f.nats.run, Sampler: f.sampler, OnPublished: w.release})
+	opts := scaleout.PublisherOptions{Run: f.nats.run, Sampler: f.sampler, OnPublished: w.release}
+	if f.ackLog != "" {
+		acks, err := os.OpenFile(f.ackLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--ack-log: %w", err)
+		}
+		defer acks.Close()
+		var line []byte
+		opts.OnAcked = func(id string, rows int) {
+			line = fmt.Appendf(line[:0], "%s %d\n", id, rows)
+			if _, err := acks.Write(line); err != nil {
+				fmt.Fprintf(stderr, "sample worker: --ack-log: %v\n", err)
+			}
+		}
+	}
+	pub, err := scaleout.NewPublisher(pubCtx, nc, js, opts)
 	if err != nil {
 		return err
 	}
