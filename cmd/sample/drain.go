@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ type drainFlags struct {
 	output                outputFlags
 	out, durable          string
 	idleExit, segmentTime time.Duration
+	ackWait               time.Duration
 	maxRows, segmentRows  int64
 	maxRate               float64
 	fetch                 int
@@ -46,9 +48,10 @@ type drainSummary struct {
 
 // runDrain consumes a run's stream into files: segment after segment, each segment one file
 // (out, then out-000001, ... after the files that exist already), its messages acknowledged
-// only once the file is closed and synced. A drain stopped by a signal closes its segment
-// first, so nothing acknowledged is missing from the files and nothing written is delivered
-// again.
+// only once the file is committed (see drainJournal: closed, synced, its message ids
+// journaled, renamed into place). A drain stopped by a signal closes its segment first; one
+// killed anywhere is made whole by the next drain: nothing acknowledged is missing from the
+// files and no message is in them twice.
 func runDrain(args []string, stdout, stderr io.Writer) error {
 	f := &drainFlags{}
 	fs := newFlags("drain", drainArgs, stderr)
@@ -61,6 +64,7 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.segmentRows, "segment-rows", 1_000_000, "close the file and acknowledge its messages after this many rows")
 	fs.DurationVar(&f.segmentTime, "segment-time", time.Minute, "close the file and acknowledge its messages after this long")
 	fs.IntVar(&f.fetch, "fetch", 16, "messages asked for at once")
+	fs.DurationVar(&f.ackWait, "ack-wait", 0, "how long the server waits for a delivered message's acknowledgement before it delivers it again, to another drain of the same --durable (0: 2 x --segment-time + 1m; set when the durable consumer is created)")
 	fs.Float64Var(&f.maxRate, "max-rate", 0, "take at most this many rows per second on average (0: as fast as it can), to leave a shared disk or link to others, or to try back-pressure")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
 	pos, err := parseFlags(fs, args)
@@ -72,8 +76,10 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 		return usagef("unexpected argument %q", pos[0])
 	case f.out == "":
 		return usagef("--out is required")
-	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0 || !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0):
-		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows, --idle-exit and --max-rate not negative (and finite)")
+	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0 || !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0) || f.ackWait < 0:
+		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows, --idle-exit, --ack-wait and --max-rate not negative (and finite)")
+	case f.ackWait > 0 && f.ackWait <= f.segmentTime:
+		return usagef("--ack-wait %v must be longer than --segment-time %v (a segment's messages wait for it to close)", f.ackWait, f.segmentTime)
 	}
 	if err := f.nats.check(); err != nil {
 		return err
@@ -90,13 +96,17 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
 	c, err := scaleout.NewConsumer(setup, js, scaleout.ConsumerOptions{Run: f.nats.run, Durable: f.durable,
-		AckWait: 2*f.segmentTime + time.Minute, MaxAckPending: 100000})
+		AckWait: cmp.Or(f.ackWait, 2*f.segmentTime+time.Minute), MaxAckPending: 100000})
 	cancel()
 	if err != nil {
 		return err
 	}
 	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}, stderr: stderr, seen: newIDSet(1 << 18)}
+	if d.journal, err = openDrainJournal(f.out, &d.seen, stderr); err != nil {
+		return err
+	}
 	err = d.run(ctx)
+	err = errors.Join(err, d.journal.close())
 	if f.jsonOut {
 		if e := json.NewEncoder(stdout).Encode(d.sum); e != nil {
 			err = errors.Join(err, e)
@@ -118,6 +128,9 @@ type drainer struct {
 	seen    idSet
 	stderr  io.Writer
 	segRows int64
+	segName string // the current segment's file name, written as segName.partial until committed
+	journal *drainJournal
+	ids     []string
 	started time.Time
 	begun   time.Time // when the drain started (--max-rate)
 }
@@ -212,9 +225,11 @@ func (d *drainer) write(m jetstream.Msg) error {
 			return err
 		}
 		path := d.freeName()
-		if d.w, err = output.NewWriter(path, opts); err != nil {
+		opts.Format = opts.Format.Resolve(path)
+		if d.w, err = output.NewWriter(path+partialSuffix, opts); err != nil {
 			return err
 		}
+		d.segName = path
 		d.sum.Out = append(d.sum.Out, path)
 		d.started, d.segRows = time.Now(), 0
 	}
@@ -247,15 +262,17 @@ func (d *drainer) freeName() string {
 		if d.next > 0 {
 			p = output.RotatedName(d.f.out, d.next)
 		}
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		_, err := os.Stat(p)
+		_, errPartial := os.Stat(p + partialSuffix)
+		if errors.Is(err, os.ErrNotExist) && errors.Is(errPartial, os.ErrNotExist) {
 			d.next++
 			return p
 		}
 	}
 }
 
-// closeSegment closes the current file (written, flushed, synced) and then acknowledges its
-// messages.
+// closeSegment closes the current file (written, flushed, synced), commits it (see
+// drainJournal) and then acknowledges its messages.
 func (d *drainer) closeSegment() error {
 	if d.w == nil && len(d.pending) == 0 {
 		return nil
@@ -264,9 +281,22 @@ func (d *drainer) closeSegment() error {
 		err := d.w.Close()
 		d.w = nil
 		if err != nil {
-			// Not acknowledged: the server delivers these messages again.
+			// Not committed, not acknowledged: the server delivers these messages again, and
+			// a restarted drain removes the .partial file.
 			return err
 		}
+		d.ids = d.ids[:0]
+		for _, m := range d.pending {
+			d.ids = append(d.ids, m.Headers().Get(scaleout.HeaderMsgID))
+		}
+		if err := d.journal.commit(d.segName, d.ids); err != nil {
+			return err
+		}
+		crashPoint("journal")
+		if err := publishSegment(d.segName); err != nil {
+			return fmt.Errorf("rename the committed segment %s into place: %w (a restarted drain finishes it)", d.segName, err)
+		}
+		crashPoint("rename")
 	}
 	var err error
 	// The acknowledgements may meet a restarting server that no longer knows these
