@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,6 +122,11 @@ func TestServeWriteTimeout(t *testing.T) {
 	time.Sleep(2 * time.Second) // never reading: the server's writes stall, then time out
 	c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	b, err := io.ReadAll(c)
+	if errors.Is(err, syscall.ECONNRESET) {
+		// The server closed the socket with requests it never read still queued: the
+		// kernel resets the connection instead of ending it. Closed either way.
+		err = nil
+	}
 	require.NoError(t, err, "the connection outlived --write-timeout (read %d bytes)", len(b))
 	answers := strings.Count(string(b), "HTTP/1.1 200")
 	assert.Less(t, answers, n, "every answer was written: the writes never stalled")
