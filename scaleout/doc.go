@@ -23,8 +23,10 @@
 //
 // # Back-pressure and delivery
 //
-// A full stream answers a publish with error 10077; the Publisher then waits and sends the same
-// message again with the same id, so its bounded queue fills, its Write blocks, and the runners
+// The Publisher keeps up to PublisherOptions.Window messages on their way, published and not
+// yet acknowledged, so that it encodes and sends while the stream stores. A full stream answers
+// a publish with error 10077; the Publisher then waits and sends the same message again with
+// the same id, so its bounded queue fills, its Write blocks, and the runners
 // wait for free batches: nothing is dropped. Lost connections are retried the same way, and the
 // de-duplication window removes the copies that had arrived. A Consumer acknowledges messages
 // only after the caller has stored them (see sample drain).

@@ -15,7 +15,8 @@ func TestEncodePartsSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	parts, err := encodeParts(rec, 777, 8<<10)
+	e := partEncoder{limit: 8 << 10}
+	parts, err := e.encode(rec, 777)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,8 @@ func TestEncodePartsSplit(t *testing.T) {
 	if steps != 777 || next != 1000 || len(parts) < 2 {
 		t.Fatalf("%d parts, %d steps, %d rows", len(parts), steps, next)
 	}
-	if _, err := encodeParts(rec, 1000, 10); err == nil {
+	small := partEncoder{limit: 10}
+	if _, err := small.encode(rec, 1000); err == nil {
 		t.Fatal("a row larger than the limit was accepted")
 	}
 }
@@ -63,7 +65,8 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	parts, err := encodeParts(rec, 3, 1<<20)
+	e := partEncoder{limit: 1 << 20}
+	parts, err := e.encode(rec, 3)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -73,4 +76,46 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		Decode(&nats.Msg{Subject: "s", Data: data, Header: nats.Header{}})
 	})
+}
+
+// TestPartEncoderReuses: a second batch is split at the first try (the last batch's bytes per
+// row guess the parts) into the buffers given back, with the same bytes.
+func TestPartEncoderReuses(t *testing.T) {
+	var bd arrowbatch.Builder
+	rec, ok, err := bd.Build(testBatch(0, 1000), nil)
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	e := partEncoder{limit: 8 << 10}
+	first, err := e.encode(rec, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	bufs := map[*byte]bool{}
+	for _, p := range first {
+		want = append(want, append([]byte(nil), p.data...))
+		bufs[&p.data[:1][0]] = true
+		e.recycle(p.data)
+	}
+	second, err := e.encode(rec, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != len(first) {
+		t.Fatalf("%d parts, then %d", len(first), len(second))
+	}
+	reused := 0
+	for i, p := range second {
+		if string(p.data) != string(want[i]) {
+			t.Fatalf("part %d differs the second time", i)
+		}
+		if bufs[&p.data[:1][0]] {
+			reused++
+		}
+	}
+	if len(e.free) != 0 || reused == 0 {
+		t.Fatalf("%d of %d parts in a buffer given back, %d left unused", reused, len(second), len(e.free))
+	}
 }

@@ -165,9 +165,10 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	st := pub.Stats()
 	if lost := w.written - st.Batches; lost > 0 && pubCtx.Err() != nil {
-		// Given up after the stop signal: these batches never reached the stream, so a
-		// learner has nothing of them and nothing it has is missing.
-		fmt.Fprintf(stderr, "sample worker: stopped after --stop-wait %v with %d sampled batches (%d rows) never acknowledged by the stream (full: %d refusals); they are not in it\n",
+		// Given up after the stop signal: the stream refused these batches or had not
+		// acknowledged them yet (then at most the publisher's window of messages may be in
+		// it without the --ack-log knowing).
+		fmt.Fprintf(stderr, "sample worker: stopped after --stop-wait %v with %d sampled batches (%d rows) never acknowledged by the stream (full: %d refusals)\n",
 			f.stopWait, lost, w.writtenRows-st.Rows, st.Full)
 		if errors.Is(err, context.Canceled) {
 			err = nil // the stop that was asked for
