@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -69,8 +70,9 @@ func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) 
 	if withType {
 		dst = append(dst, `"type":"SampleBatch",`...)
 	}
+	obsAt := len(dst) + len(`"obs":[`)
 	dst = appendRows(dst, `"obs":`, b.Obs, n, b.ObsWidth)
-	dst = appendRows(dst, `,"new_obs":`, b.NewObs, n, b.ObsWidth)
+	dst = appendNextRows(dst, `,"new_obs":`, b.NewObs, b.Obs, n, b.ObsWidth, obsAt)
 	dst = appendActions(dst, b)
 	dst = appendFloats(dst, `,"rewards":`, b.Rewards)
 	dst = appendBools(dst, `,"terminateds":`, b.Terminateds)
@@ -206,6 +208,54 @@ func appendRows(dst []byte, key string, col []float32, n, w int) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
+}
+
+// appendNextRows writes new_obs as appendRows does, but copies the text of a row that equals
+// (bit for bit) the next row of obs, as it does within an episode, from obs's text, which
+// starts at dst[obsAt] (its first row's '['). A copy costs a fraction of formatting the floats
+// again: BenchmarkAppendJSON/cartpole/rows=4000 went from 1.74M to 2.35-2.40M rows/s.
+func appendNextRows(dst []byte, key string, col, obs []float32, n, w, obsAt int) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	next := obsAt // the text of obs row i+1 starts here
+	if n > 0 {
+		next += bytes.IndexByte(dst[obsAt:], ']') + 2 // past "],"
+	}
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		row := col[i*w : i*w+w]
+		if i+1 < n {
+			end := next + bytes.IndexByte(dst[next:], ']') + 1
+			if sameBits(row, obs[(i+1)*w:(i+2)*w]) {
+				dst = append(dst, dst[next:end]...)
+				next = end + 1
+				continue
+			}
+			next = end + 1
+		}
+		dst = append(dst, '[')
+		for j, v := range row {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonappend.Float32Real(dst, v)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, ']')
+}
+
+// sameBits reports whether a and b (of the same length) hold the same bits.
+func sameBits(a, b []float32) bool {
+	b = b[:len(a)]
+	for i, v := range a {
+		if math.Float32bits(v) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendActions writes the actions column: integers for the integer spaces (a flat list for

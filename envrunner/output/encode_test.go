@@ -406,3 +406,40 @@ func TestAppendJSONFloatsAreFloats(t *testing.T) {
 		}
 	}
 }
+
+// TestNewObsCopiedTextIsExact: new_obs rows copied from obs's text are the bytes formatting
+// would give, for rows equal to the next obs, rows that differ only in the sign of a zero or
+// in a NaN's payload, rows of width 0 and 1, and batches of one row.
+func TestNewObsCopiedTextIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 2000 {
+		n, w := 1+rng.IntN(6), rng.IntN(4)
+		obs := make([]float32, n*w)
+		for i := range obs {
+			obs[i] = randomFloat(rng)
+		}
+		next := make([]float32, n*w)
+		for i := range n {
+			for k := range w {
+				v := randomFloat(rng)
+				if i+1 < n && rng.IntN(3) > 0 {
+					v = obs[(i+1)*w+k]
+					switch rng.IntN(8) {
+					case 0:
+						v = -v // a zero changes its sign, a NaN keeps its text
+					case 1:
+						v = math.Float32frombits(math.Float32bits(v) ^ 1) // one bit off
+					}
+				}
+				next[i*w+k] = v
+			}
+		}
+		want := appendRows([]byte(`{`), `"obs":`, obs, n, w)
+		want = appendRows(want, `,"new_obs":`, next, n, w)
+		got := appendRows([]byte(`{`), `"obs":`, obs, n, w)
+		got = appendNextRows(got, `,"new_obs":`, next, obs, n, w, len(`{"obs":[`))
+		if string(got) != string(want) {
+			t.Fatalf("trial %d (n=%d w=%d):\n got %s\nwant %s", trial, n, w, got, want)
+		}
+	}
+}

@@ -14,16 +14,23 @@ import (
 var negZero = float32(math.Copysign(0, -1))
 
 // cartPoleBatch returns a batch shaped like CartPole's: obs width 4, Discrete(2), dist width
-// 2, value predictions; episodes of 20 steps.
+// 2, value predictions; episodes of 20 steps, whose new_obs rows are the next rows' obs as a
+// runner records them (an episode's last new_obs is its own).
 func cartPoleBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
 	b := &envrunner.SampleBatch{
 		Count: n, ObsWidth: 4, ActionWidth: 1, DistWidth: 2,
 		ActionSpace: &spaces.Discrete{N: 2},
 	}
+	for range 4 * n {
+		b.Obs = append(b.Obs, float32(rng.NormFloat64()*0.1))
+	}
 	for i := range n {
-		for range 4 {
-			b.Obs = append(b.Obs, float32(rng.NormFloat64()*0.1))
-			b.NewObs = append(b.NewObs, float32(rng.NormFloat64()*0.1))
+		for k := range 4 {
+			if i%20 == 19 || i == n-1 {
+				b.NewObs = append(b.NewObs, float32(rng.NormFloat64()*0.1))
+			} else {
+				b.NewObs = append(b.NewObs, b.Obs[4*(i+1)+k])
+			}
 		}
 		b.Actions = append(b.Actions, float32(rng.IntN(2)))
 		b.Rewards = append(b.Rewards, 1)
