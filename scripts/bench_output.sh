@@ -34,7 +34,9 @@ nice=()
 one() {
 	local bin=$1 name=$2
 	shift 2
-	rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+	# Each command starts after a sync, so that the kernel's writing back of the last
+	# command's file does not fall on it.
+	rm -rf "$tmp/out" && mkdir -p "$tmp/out" && sync && sleep 1
 	local sps
 	sps=$(cd "$root" && "${nice[@]}" "$bin" run --env CartPole-v1 --num-envs 256 --workers 1 --explore=true \
 		--steps "$steps" --max-file-size 0 --json "$@" |

@@ -53,8 +53,9 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkWriter writes CartPole-like batches (4000 rows; 51200, a fragment of 256
-// sub-environments) to a file through the queue, recycling them via OnWritten; the
-// producer's view of the throughput in rows/s, and the bytes each row takes on disk.
+// sub-environments) to a file through the queue, recycling them via OnWritten, with one batch
+// or with three going round (as a runner's pool of batches does); the producer's view of the
+// throughput in rows/s, and the bytes each row takes on disk.
 func BenchmarkWriter(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -65,30 +66,33 @@ func BenchmarkWriter(b *testing.B) {
 		{"parquet-snappy", Options{Format: FormatParquet, Compression: Snappy}},
 	} {
 		for _, n := range []int{4000, 51200} {
-			b.Run(fmt.Sprintf("%s/rows=%d", tc.name, n), func(b *testing.B) {
-				m := single(cartPoleBatch(rand.New(rand.NewPCG(1, 2)), n))
-				free := make(chan *envrunner.MultiAgentBatch, 1)
-				opts := tc.opts
-				opts.MaxFileSize = 64 << 20
-				opts.OnWritten = func(m *envrunner.MultiAgentBatch) { free <- m }
-				w, err := NewWriter(filepath.Join(b.TempDir(), "x"), opts)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				free <- m
-				for b.Loop() {
-					if err := w.Write(<-free); err != nil {
+			for _, out := range []int{1, 3} {
+				b.Run(fmt.Sprintf("%s/rows=%d/batches=%d", tc.name, n, out), func(b *testing.B) {
+					free := make(chan *envrunner.MultiAgentBatch, out)
+					opts := tc.opts
+					opts.MaxFileSize = 64 << 20
+					opts.OnWritten = func(m *envrunner.MultiAgentBatch) { free <- m }
+					w, err := NewWriter(filepath.Join(b.TempDir(), "x"), opts)
+					if err != nil {
 						b.Fatal(err)
 					}
-				}
-				if err := w.Close(); err != nil {
-					b.Fatal(err)
-				}
-				rows := float64(n) * float64(b.N)
-				b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
-				b.ReportMetric(float64(w.Stats().Bytes)/rows, "bytes/row")
-			})
+					b.ReportAllocs()
+					for range out {
+						free <- single(cartPoleBatch(rand.New(rand.NewPCG(1, 2)), n))
+					}
+					for b.Loop() {
+						if err := w.Write(<-free); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := w.Close(); err != nil {
+						b.Fatal(err)
+					}
+					rows := float64(n) * float64(b.N)
+					b.ReportMetric(rows/b.Elapsed().Seconds(), "rows/s")
+					b.ReportMetric(float64(w.Stats().Bytes)/rows, "bytes/row")
+				})
+			}
 		}
 	}
 }

@@ -49,10 +49,8 @@ func (s *fileSet) current() string {
 // write encodes m into the set's current file, starting a new file first when that one is
 // full. It reports false after a failure (recorded in the Writer).
 func (s *fileSet) write(m *envrunner.MultiAgentBatch) bool {
-	if s.w.maxSize > 0 && s.cw.n >= s.w.maxSize {
-		if !s.rotate() {
-			return false
-		}
+	if !s.room() {
+		return false
 	}
 	before := s.cw.n
 	if err := s.enc.write(&s.cw, m); err != nil {
@@ -61,6 +59,30 @@ func (s *fileSet) write(m *envrunner.MultiAgentBatch) bool {
 	}
 	s.w.lines.Add(1)
 	s.w.bytes.Add(s.cw.n - before)
+	return true
+}
+
+// writeLine writes a batch's encoding (see lineEncoder) into the set's current file, starting
+// a new file first when that one is full. It reports false after a failure (recorded in the
+// Writer).
+func (s *fileSet) writeLine(line []byte) bool {
+	if !s.room() {
+		return false
+	}
+	if _, err := s.cw.Write(line); err != nil {
+		s.w.fail(s.current(), err)
+		return false
+	}
+	s.w.lines.Add(1)
+	s.w.bytes.Add(int64(len(line)))
+	return true
+}
+
+// room starts a new file when the current one is full; false after a failure.
+func (s *fileSet) room() bool {
+	if s.w.maxSize > 0 && s.cw.n >= s.w.maxSize {
+		return s.rotate()
+	}
 	return true
 }
 

@@ -12,10 +12,13 @@ type jsonEncoder struct {
 }
 
 func (e *jsonEncoder) write(dst io.Writer, m *envrunner.MultiAgentBatch) error {
-	e.buf = AppendJSON(e.buf[:0], m)
-	e.buf = append(e.buf, '\n')
+	e.buf = e.appendLine(e.buf[:0], m)
 	_, err := dst.Write(e.buf)
 	return err
+}
+
+func (e *jsonEncoder) appendLine(dst []byte, m *envrunner.MultiAgentBatch) []byte {
+	return append(AppendJSON(dst, m), '\n')
 }
 
 func (e *jsonEncoder) endFile(io.Writer) error { return nil }

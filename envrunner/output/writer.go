@@ -41,6 +41,10 @@ type Options struct {
 	// Compression is the codec of Parquet files (Snappy when zero); JSON lines are not
 	// compressed.
 	Compression Compression
+	// Encoders is how many goroutines encode JSON lines, several batches at a time, the lines
+	// still written in order (0: GOMAXPROCS, at most MaxEncoders; 1: on the writer goroutine).
+	// Parquet row groups are encoded on the writer goroutine.
+	Encoders int
 	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
 	// schema's): what a learner needs to trust the data, such as the spaces, the policy, the
 	// model's sha256, the sampler's version, the seed and the env. JSON lines have no place
@@ -128,6 +132,9 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	if opts.QueueSize < 0 {
 		return nil, fmt.Errorf("output: negative QueueSize %d", opts.QueueSize)
 	}
+	if opts.Encoders < 0 {
+		return nil, fmt.Errorf("output: negative Encoders %d", opts.Encoders)
+	}
 	if opts.QueueSize == 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
@@ -155,7 +162,11 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	w.main = main
-	go w.run()
+	if enc, ok := main.enc.(lineEncoder); ok && encoders(opts.Encoders) > 1 {
+		go w.runLines(enc, encoders(opts.Encoders))
+	} else {
+		go w.run()
+	}
 	return w, nil
 }
 
@@ -267,7 +278,7 @@ func (w *Writer) fail(name string, err error) {
 	w.errMu.Unlock()
 }
 
-// run is the writer goroutine.
+// run is the writer goroutine, encoding and writing batches one by one.
 func (w *Writer) run() {
 	defer close(w.done)
 	for it := range w.queue {

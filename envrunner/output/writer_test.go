@@ -425,17 +425,19 @@ func TestWriterStickyErrorDevFull(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	var mu sync.Mutex
-	back := 0
-	w, err := NewWriter("/dev/full", Options{QueueSize: 1, OnWritten: func(*envrunner.MultiAgentBatch) {
-		mu.Lock()
-		back++
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
+	for _, encoders := range []int{1, 3} {
+		var mu sync.Mutex
+		back := 0
+		w, err := NewWriter("/dev/full", Options{QueueSize: 1, Encoders: encoders, OnWritten: func(*envrunner.MultiAgentBatch) {
+			mu.Lock()
+			back++
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSticky(t, w, &back, &mu, "/dev/full")
 	}
-	checkSticky(t, w, &back, &mu, "/dev/full")
 }
 
 // Rotation into a name that cannot be created (a directory is in the way; this fails for
@@ -605,5 +607,79 @@ func TestParquetRotation(t *testing.T) {
 		if d := diffMulti(want[i], got[i], true); d != "" && !strings.HasPrefix(d, "policy \"default_policy\": ActionSpace") {
 			t.Fatalf("batch %d: %s", i, d)
 		}
+	}
+}
+
+// TestWriterEncodersKeepOrder: with several encoding goroutines, lines reach the file, and
+// batches come back through OnWritten, in the order Write took them; a Flush in between has
+// every earlier line in the file; the bytes are those of one encoder. Batches of very
+// different sizes (and empty ones) make later ones finish encoding first.
+func TestWriterEncodersKeepOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var batches []*envrunner.MultiAgentBatch
+	for i := range 60 {
+		n := []int{0, 1, 3, 400, 2000}[rng.IntN(5)]
+		b := cartPoleBatch(rng, n)
+		for k := range b.EpsID {
+			b.EpsID[k] = int64(i) // which batch a line came from
+		}
+		batches = append(batches, single(b))
+	}
+	files := map[int]string{}
+	for _, encoders := range []int{1, 3} {
+		path := filepath.Join(t.TempDir(), "x.jsonl")
+		var back []*envrunner.MultiAgentBatch
+		w, err := NewWriter(path, Options{Encoders: encoders, QueueSize: 2,
+			OnWritten: func(m *envrunner.MultiAgentBatch) { back = append(back, m) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range batches {
+			if err := w.Write(m); err != nil {
+				t.Fatal(err)
+			}
+			if i == 30 {
+				if err := w.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				want := 0
+				for _, m := range batches[:31] {
+					if m.Rows() > 0 {
+						want++
+					}
+				}
+				if got := len(readLines(t, path)); got != want {
+					t.Fatalf("encoders %d: %d lines in the file after Flush, want %d", encoders, got, want)
+				}
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range back {
+			if m != batches[i] {
+				t.Fatalf("encoders %d: OnWritten's batch %d is not the one written %d-th", encoders, i, i)
+			}
+		}
+		if len(back) != len(batches) {
+			t.Fatalf("encoders %d: %d batches back of %d", encoders, len(back), len(batches))
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[encoders] = string(data)
+	}
+	if files[1] != files[3] {
+		t.Fatal("three encoders wrote other bytes than one")
+	}
+	var want []byte
+	for _, m := range batches {
+		if m.Rows() > 0 {
+			want = append(AppendJSON(want, m), '\n')
+		}
+	}
+	if files[3] != string(want) {
+		t.Fatal("the file is not the batches' lines in the order written")
 	}
 }
