@@ -21,6 +21,7 @@ type fileSet struct {
 	bw  *bufio.Writer
 	cw  countingWriter // bw, counting the bytes of the current file
 	enc encoder
+	wb  writeback
 }
 
 // openSet creates the first file of a set (truncating it) and records its name.
@@ -57,6 +58,7 @@ func (s *fileSet) write(m *envrunner.MultiAgentBatch) bool {
 		s.w.fail(s.current(), err)
 		return false
 	}
+	s.wb.wrote(s.f, s.cw.n)
 	s.w.lines.Add(1)
 	s.w.bytes.Add(s.cw.n - before)
 	return true
@@ -73,6 +75,7 @@ func (s *fileSet) writeLine(line []byte) bool {
 		s.w.fail(s.current(), err)
 		return false
 	}
+	s.wb.wrote(s.f, s.cw.n)
 	s.w.lines.Add(1)
 	s.w.bytes.Add(int64(len(line)))
 	return true
@@ -109,7 +112,7 @@ func (s *fileSet) rotate() bool {
 	s.w.filesMu.Lock()
 	s.w.files = append(s.w.files, name)
 	s.w.filesMu.Unlock()
-	s.f, s.cw.n = f, 0
+	s.f, s.cw.n, s.wb = f, 0, writeback{}
 	s.bw.Reset(f)
 	return true
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package output
+
+import "os"
+
+func (b *writeback) wrote(*os.File, int64) {}
