@@ -52,7 +52,10 @@
 // # Writing files
 //
 // A Writer encodes and writes batches on a goroutine of its own, in the format of
-// Options.Format or of the path's extension (.parquet: Parquet, anything else: JSON lines):
+// Options.Format or of the path's extension (.parquet: Parquet, anything else: JSON lines).
+// JSON lines are encoded by several goroutines at once (Options.Encoders), written in order.
+// On Linux the files keep a bounded share of the page cache: every 32 MiB the writer starts
+// the write-back of the new data and drops the data before it once that is on the disk.
 //
 //	w, err := output.NewWriter("out/x.jsonl", output.Options{
 //		MaxFileSize: 64 << 20,
