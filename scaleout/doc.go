@@ -15,7 +15,8 @@
 // # Messages
 //
 // Each message is one Arrow IPC stream (schema, one record batch, end) of the columns of
-// envrunner/arrowbatch; a sample batch whose encoding exceeds the server's max payload is split
+// envrunner/arrowbatch, its buffers compressed with LZ4 (Arrow's LZ4_FRAME body compression,
+// which Arrow readers undo on their own); a sample batch whose encoding exceeds the server's max payload is split
 // by rows into several messages, each a valid batch on its own. Headers: Nats-Msg-Id
 // (SAMPLER-SEQ, for the stream's de-duplication window), Rl-Policy-Version, Rl-Env-Steps (the
 // environment steps of the message; the parts of a split batch add up to the batch's),

@@ -1,6 +1,8 @@
 package scaleout
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -78,8 +80,8 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// TestPartEncoderReuses: a second batch is split at the first try (the last batch's bytes per
-// row guess the parts) into the buffers given back, with the same bytes.
+// TestPartEncoderReuses: once warm, a batch is split at the first try (the last batch's bytes
+// per row guess the parts) into the buffers given back, with the same bytes.
 func TestPartEncoderReuses(t *testing.T) {
 	var bd arrowbatch.Builder
 	rec, ok, err := bd.Build(testBatch(0, 1000), nil)
@@ -88,6 +90,13 @@ func TestPartEncoderReuses(t *testing.T) {
 	}
 	defer rec.Release()
 	e := partEncoder{limit: 8 << 10}
+	warm, err := e.encode(rec, 1000) // buffers sized by a guess of bytes per row
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range warm {
+		e.recycle(p.data)
+	}
 	first, err := e.encode(rec, 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +126,39 @@ func TestPartEncoderReuses(t *testing.T) {
 	}
 	if len(e.free) != 0 || reused == 0 {
 		t.Fatalf("%d of %d parts in a buffer given back, %d left unused", reused, len(second), len(e.free))
+	}
+}
+
+// TestDecodeRefusesHugeBuffer: a compressed buffer whose stated uncompressed size is far
+// beyond what the message can hold is an error, not an attempt to allocate it.
+func TestDecodeRefusesHugeBuffer(t *testing.T) {
+	var bd arrowbatch.Builder
+	rec, ok, err := bd.Build(testBatch(0, 1000), nil)
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	e := partEncoder{limit: 8 << 20}
+	parts, err := e.encode(rec, 1000)
+	if err != nil || len(parts) != 1 {
+		t.Fatal(len(parts), err)
+	}
+	data := parts[0].data
+	hdr := nats.Header{HeaderEnvSteps: {"1000"}}
+	if _, _, err := Decode(&nats.Msg{Subject: "s", Data: data, Header: hdr}); err != nil {
+		t.Fatal(err)
+	}
+	// The obs buffer (1000 rows of 4 float32) starts with its uncompressed size, 16000.
+	size := binary.LittleEndian.AppendUint64(nil, 16000)
+	at := bytes.LastIndex(data, size)
+	if at < 0 {
+		t.Fatal("no compressed buffer of 16000 bytes in the message")
+	}
+	bad := bytes.Clone(data)
+	binary.LittleEndian.PutUint64(bad[at:], 1<<40)
+	if _, _, err := Decode(&nats.Msg{Subject: "s", Data: bad, Header: hdr}); err == nil {
+		t.Fatal("a buffer of 1 TiB was accepted")
+	} else {
+		t.Log(err)
 	}
 }

@@ -43,9 +43,9 @@ type PublisherOptions struct {
 	Window int
 }
 
-// DefaultWindow is PublisherOptions.Window's default. Against one message at a time it
-// took sample run --publish embedded (2 workers, CartPole, 256 envs) from 0.71-0.79 to
-// 0.82-0.95 of the same run writing Parquet (scripts/bench_publish.sh).
+// DefaultWindow is PublisherOptions.Window's default. Against one message at a time (with
+// the reused buffers) it gave sample run --publish embedded (2 workers, CartPole, 256 envs)
+// 1.20-1.26 times the rows/s (scripts/bench_publish.sh, uncompressed messages then).
 const DefaultWindow = 4
 
 // PublisherStats count what a Publisher did.

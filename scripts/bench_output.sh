@@ -56,7 +56,11 @@ printf " %10s %10s" parquet/none json/none
 echo
 for r in $(seq 1 "$rounds"); do
 	declare -A sps bpr
-	for n in $names; do
+	# Every other round runs the commands in reverse order: a command's memory comes faster
+	# when the one before it has just freed some, and the order should favour none.
+	order=$names
+	((r % 2 == 0)) && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
+	for n in $order; do
 		case $n in
 		none) set -- "$tmp/sample" none ;;
 		parquet) set -- "$tmp/sample" parquet --out "$tmp/out/x.parquet" "${comp[@]}" ;;

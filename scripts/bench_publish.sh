@@ -51,7 +51,11 @@ printf " %15s" publish/parquet
 echo
 for r in $(seq 1 "$rounds"); do
 	declare -A rps bytes
-	for n in $names; do
+	# Every other round runs the commands in reverse order: a command's memory comes faster
+	# when the one before it has just freed some, and the order should favour none.
+	order=$names
+	((r % 2 == 0)) && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
+	for n in $order; do
 		pubargs=(--publish embedded --store "$tmp/out/store" --stream-max-bytes 8GiB --wait-drained=false)
 		case $n in
 		parquet) set -- "$tmp/sample" --out "$tmp/out/x.parquet" ;;

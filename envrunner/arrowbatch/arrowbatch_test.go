@@ -80,6 +80,32 @@ func TestBuildToBatch(t *testing.T) {
 	}
 }
 
+// TestBuilderModuleIDsFollowPolicies: one Builder over batches whose policies or rows change
+// (the module_id column is kept from the last batch only when they did not) reads every batch
+// back right.
+func TestBuilderModuleIDsFollowPolicies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var bd Builder
+	for i, m := range []*envrunner.MultiAgentBatch{
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 10)}),
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 10)}),
+		multi(map[string]*envrunner.SampleBatch{"b": lstmBatch(rng, 10)}),
+		multi(map[string]*envrunner.SampleBatch{"b": lstmBatch(rng, 11)}),
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 4), "b": lstmBatch(rng, 7)}),
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 7), "b": lstmBatch(rng, 4)}),
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 7), "b": lstmBatch(rng, 4)}),
+		multi(map[string]*envrunner.SampleBatch{"aa": lstmBatch(rng, 11)}),
+	} {
+		rec, ok, err := bd.Build(m, nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+		back, err := ToBatch(rec, m.EnvSteps)
+		require.NoError(t, err, "batch %d", i)
+		requireSame(t, m, back)
+		rec.Release()
+	}
+}
+
 func requireSame(t *testing.T, want, got *envrunner.MultiAgentBatch) {
 	t.Helper()
 	require.Equal(t, want.EnvSteps, got.EnvSteps)

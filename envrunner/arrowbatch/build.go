@@ -32,6 +32,7 @@ type Builder struct {
 	bits      [2][]byte
 	modOff    []int32
 	modData   []byte
+	modRuns   []modRun // the policies and rows modOff and modData hold
 	agentOff  []int32
 	agentData []byte
 	seqLens   []int32
@@ -198,15 +199,31 @@ func (bd *Builder) packBits(i int, batches []*envrunner.SampleBatch, get func(b 
 	return buf
 }
 
-// moduleIDs builds the module_id column: each row the id of its policy.
+// modRun is a policy's rows in a batch.
+type modRun struct {
+	id   string
+	rows int
+}
+
+// moduleIDs builds the module_id column: each row the id of its policy. The column of the
+// last batch is used again when its policies had the same rows, as a runner's batches of one
+// policy and a fixed fragment have (sample run --publish spent 2% of its CPU here).
 func (bd *Builder) moduleIDs(batches []*envrunner.SampleBatch, n int) arrow.Array {
-	bd.modOff = append(bd.modOff[:0], 0)
-	bd.modData = bd.modData[:0]
+	same := len(bd.modRuns) == len(batches) && len(bd.modOff) == n+1
 	for i, b := range batches {
-		id := bd.ids[i]
-		for range b.Count {
-			bd.modData = append(bd.modData, id...)
-			bd.modOff = append(bd.modOff, int32(len(bd.modData)))
+		same = same && bd.modRuns[i] == modRun{bd.ids[i], b.Count}
+	}
+	if !same {
+		bd.modRuns = bd.modRuns[:0]
+		bd.modOff = append(bd.modOff[:0], 0)
+		bd.modData = bd.modData[:0]
+		for i, b := range batches {
+			id := bd.ids[i]
+			bd.modRuns = append(bd.modRuns, modRun{id, b.Count})
+			for range b.Count {
+				bd.modData = append(bd.modData, id...)
+				bd.modOff = append(bd.modOff, int32(len(bd.modData)))
+			}
 		}
 	}
 	return stringArray(n, bd.modOff, bd.modData)
