@@ -140,6 +140,9 @@ func Decode(msg *nats.Msg) (m *envrunner.MultiAgentBatch, meta map[string]string
 }
 
 func decode(msg *nats.Msg) (*envrunner.MultiAgentBatch, map[string]string, error) {
+	if err := checkIPC(msg.Data); err != nil {
+		return nil, nil, fmt.Errorf("scaleout: message on %s is not a valid Arrow IPC stream: %w", msg.Subject, err)
+	}
 	r, err := ipc.NewReader(bytes.NewReader(msg.Data), ipc.WithAllocator(newBoundedAlloc(len(msg.Data))))
 	if err != nil {
 		return nil, nil, fmt.Errorf("scaleout: message on %s is not Arrow IPC: %w", msg.Subject, err)
