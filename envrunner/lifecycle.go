@@ -113,7 +113,14 @@ func (r *Runner) endEpisode(ep *Episode) {
 	if len(ep.CustomMetrics) > 0 {
 		m.CustomMetrics = maps.Clone(ep.CustomMetrics)
 	}
+	r.addMetrics(m)
+}
+
+// addMetrics records an ended episode's metrics for Metrics.
+func (r *Runner) addMetrics(m RolloutMetrics) {
+	r.metricsMu.Lock()
 	r.metrics = append(r.metrics, m)
+	r.metricsMu.Unlock()
 }
 
 // fault drops an episode whose sub-environment failed with err (RLlib's faulty episode): its
@@ -127,7 +134,7 @@ func (r *Runner) fault(ep *Episode, err error) {
 		if r.cb.end != nil {
 			r.cb.end.OnEpisodeEnd(r, ep)
 		}
-		r.metrics = append(r.metrics, RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length,
+		r.addMetrics(RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length,
 			EpisodeReturn: ep.TotalReward, Faulty: true})
 	}
 	if ep.ended { // it was about to finish in this step

@@ -24,8 +24,12 @@ func (r *Runner) Counters() Counters {
 }
 
 // Metrics appends the metrics of the episodes that ended since the last call to dst and
-// returns it (RLlib's get_metrics).
+// returns it (RLlib's get_metrics). The runner keeps them until then, so a long run calls it
+// now and then; unlike the runner's other methods it may be called from any goroutine, also
+// while another steps the runner.
 func (r *Runner) Metrics(dst []RolloutMetrics) []RolloutMetrics {
+	r.metricsMu.Lock()
+	defer r.metricsMu.Unlock()
 	dst = append(dst, r.metrics...)
 	clear(r.metrics)
 	r.metrics = r.metrics[:0]

@@ -22,7 +22,7 @@ func (r *Runner) statuses(from int) {
 				// as usual; the one that could not start counts as faulty (as in RLlib,
 				// which reports a RolloutMetrics with episode_faulty and nothing else).
 				r.faulty++
-				r.metrics = append(r.metrics, RolloutMetrics{Worker: r.cfg.Worker, Faulty: true})
+				r.addMetrics(RolloutMetrics{Worker: r.cfg.Worker, Faulty: true})
 			}
 			r.resets = append(r.resets, st.Env)
 			if from > 0 { // the reset itself failed: try again next step

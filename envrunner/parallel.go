@@ -209,7 +209,9 @@ func (g *Group) Progress() Progress {
 	return p
 }
 
-// Metrics appends the runners' episode metrics (runner 0's first) to dst. Call it after Run.
+// Metrics appends the runners' episode metrics (runner 0's first) to dst, taking them from
+// the runners (see Runner.Metrics); it may be called while Run runs, from the sink for
+// example.
 func (g *Group) Metrics(dst []RolloutMetrics) []RolloutMetrics {
 	for _, r := range g.runners {
 		dst = r.Metrics(dst)

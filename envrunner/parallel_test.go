@@ -45,3 +45,46 @@ func TestGroupRunAgain(t *testing.T) {
 	assert.Equal(t, first, len(seen), "the second Run hands over the first one's batches")
 	assert.LessOrEqual(t, len(seen), 4, "two batches per runner")
 }
+
+// TestGroupMetricsWhileRunning takes the runners' episode metrics from the sink, while they
+// step (run it with -race): the episodes are those of the same run whose metrics are taken
+// once at the end, each once.
+func TestGroupMetricsWhileRunning(t *testing.T) {
+	run := func(during bool) map[[2]int64]int {
+		pols := columnarRandom(t)
+		var runners []*envrunner.Runner
+		for w := range 2 {
+			r, err := envrunner.New(envrunner.Config{Env: vectorOf(t, "CartPole-v1", nil, 4, w*4), NumEnvs: 4, Seed: 2,
+				Worker: w, FragmentLength: 8, Policies: pols, MaxEnvSteps: 4000})
+			require.NoError(t, err)
+			runners = append(runners, r)
+		}
+		g := envrunner.NewGroup(runners)
+		defer func() { require.NoError(t, g.Close()) }()
+		var batches, rows int64
+		count := g.CountAndRelease(&batches, &rows)
+		ids := map[[2]int64]int{}
+		var ms []envrunner.RolloutMetrics
+		take := func() {
+			ms = g.Metrics(ms[:0])
+			for _, m := range ms {
+				ids[[2]int64{int64(m.Worker), m.EpisodeID}]++
+			}
+		}
+		sink := func(b *envrunner.MultiAgentBatch) error {
+			if during {
+				take()
+			}
+			return count(b)
+		}
+		require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: sink}))
+		take()
+		return ids
+	}
+	during, after := run(true), run(false)
+	require.Greater(t, len(after), 100)
+	assert.Equal(t, after, during)
+	for id, n := range during {
+		require.Equal(t, 1, n, "episode %v taken %d times", id, n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,13 +128,16 @@ type Runner struct {
 	episodesDone, faulty           int64
 	idleSteps                      int
 	warnedLarge, warnedIdle        bool
-	metrics                        []RolloutMetrics
-	perf                           perfStats
-	started                        int64 // episodes started that count
-	runErr                         error
-	mapErr                         error // PolicyMapping named an unknown policy, or a model run failed: every Step returns it
-	progress                       progress
-	closed                         bool
+	// metrics are the episodes ended since the last Metrics call, under metricsMu: Metrics
+	// may be called from another goroutine while the runner steps.
+	metricsMu sync.Mutex
+	metrics   []RolloutMetrics
+	perf      perfStats
+	started   int64 // episodes started that count
+	runErr    error
+	mapErr    error // PolicyMapping named an unknown policy, or a model run failed: every Step returns it
+	progress  progress
+	closed    bool
 
 	stepped int  // env steps of this step counted by observe (episodes of one agent)
 	counted int  // env steps of this step counted so far (all episodes; see stepDone)

@@ -4,19 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/scaleout"
 )
 
 // workerMetrics are what sample worker --metrics serves in Prometheus's text format: the
 // policy version its batches carry, the newest version it has seen in the bucket, the lag
 // between them, and how long the last swap took (from seeing a version to the first batch
-// tagged with it), beside the publisher's counters.
+// tagged with it), the episodes ended and the mean return and length of the last
+// episodeWindow of them, beside the publisher's counters.
 type workerMetrics struct {
 	sampling atomic.Uint64 // version of the batches published last
 	latest   atomic.Uint64 // newest version seen in the bucket
@@ -25,6 +28,46 @@ type workerMetrics struct {
 
 	mu   sync.Mutex
 	seen map[uint64]time.Time // when each version not yet sampled with was seen
+	// Episodes, under mu: counts, and the returns and lengths of the last episodeWindow
+	// episodes that were not faulty (a ring from next).
+	episodes, faulty int64
+	returns, lengths []float64
+	next             int
+}
+
+// episodeWindow is how many episodes the means are over (RLlib's
+// metrics_num_episodes_for_smoothing).
+const episodeWindow = 100
+
+// ended counts the episodes in ms.
+func (m *workerMetrics) ended(ms []envrunner.RolloutMetrics) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range ms {
+		if e.Faulty {
+			m.faulty++
+			continue
+		}
+		m.episodes++
+		if len(m.returns) < episodeWindow {
+			m.returns = append(m.returns, e.EpisodeReturn)
+			m.lengths = append(m.lengths, float64(e.EpisodeLength))
+			continue
+		}
+		m.returns[m.next], m.lengths[m.next] = e.EpisodeReturn, float64(e.EpisodeLength)
+		m.next = (m.next + 1) % episodeWindow
+	}
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
 }
 
 // saw records that version v is the newest in the bucket.
@@ -78,6 +121,13 @@ func (m *workerMetrics) write(w io.Writer, st scaleout.PublisherStats) {
 	gauge("sample_worker_policy_version_lag", "Versions between the newest in the bucket and the one sampled with.", lag)
 	gauge("sample_worker_policy_swap_seconds", "Time from seeing the last version taken to its first batch.", time.Duration(m.swapNs.Load()).Seconds())
 	counter("sample_worker_policy_swaps_total", "Policy versions taken, the first included.", m.swaps.Load())
+	m.mu.Lock()
+	episodes, faulty, ret, length := m.episodes, m.faulty, mean(m.returns), mean(m.lengths)
+	m.mu.Unlock()
+	counter("sample_worker_episodes_total", "Episodes ended (faulty ones not counted).", episodes)
+	counter("sample_worker_episodes_faulty_total", "Episodes whose sub-environment failed.", faulty)
+	gauge("sample_worker_episode_return_mean", "Mean return of the last 100 episodes (NaN before the first).", ret)
+	gauge("sample_worker_episode_len_mean", "Mean length of the last 100 episodes (NaN before the first).", length)
 	counter("sample_worker_batches_total", "Sample batches published.", st.Batches)
 	counter("sample_worker_rows_total", "Rows published.", st.Rows)
 	counter("sample_worker_messages_total", "Messages acknowledged by the stream.", st.Messages)

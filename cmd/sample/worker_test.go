@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,6 +95,13 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		"sample_worker_policy_version_lag 0\n", "sample_worker_policy_swaps_total 2\n", "# TYPE sample_worker_policy_swap_seconds gauge\n"} {
 		require.Contains(t, metrics, want)
 	}
+	// CartPole rewards 1 a step: the mean return is the mean length.
+	ret := regexp.MustCompile(`(?m)^sample_worker_episode_return_mean (\S+)$`).FindStringSubmatch(metrics)
+	length := regexp.MustCompile(`(?m)^sample_worker_episode_len_mean (\S+)$`).FindStringSubmatch(metrics)
+	require.NotNil(t, ret, metrics)
+	require.NotNil(t, length, metrics)
+	require.Equal(t, ret[1], length[1], metrics)
+	require.Regexp(t, `(?m)^sample_worker_episodes_total [0-9]+$`, metrics)
 	swap := regexp.MustCompile(`(?m)^sample_worker_policy_swap_seconds (\S+)$`).FindStringSubmatch(metrics)
 	require.NotNil(t, swap, metrics)
 	secs, err := strconv.ParseFloat(swap[1], 64)
@@ -256,4 +264,27 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestWorkerEpisodeWindow: the means are over the last 100 episodes that were not faulty.
+func TestWorkerEpisodeWindow(t *testing.T) {
+	var m workerMetrics
+	var ms []envrunner.RolloutMetrics
+	for i := range 250 {
+		ms = append(ms, envrunner.RolloutMetrics{EpisodeReturn: float64(i), EpisodeLength: 2 * i})
+		if i%50 == 0 {
+			ms = append(ms, envrunner.RolloutMetrics{Faulty: true, EpisodeReturn: 1e9})
+		}
+		if i%7 == 0 {
+			m.ended(ms)
+			ms = ms[:0]
+		}
+	}
+	m.ended(ms)
+	var b strings.Builder
+	m.write(&b, scaleout.PublisherStats{})
+	for _, want := range []string{"sample_worker_episodes_total 250\n", "sample_worker_episodes_faulty_total 5\n",
+		"sample_worker_episode_return_mean 199.5\n", "sample_worker_episode_len_mean 399\n"} {
+		require.Contains(t, b.String(), want)
+	}
 }
