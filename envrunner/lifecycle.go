@@ -116,10 +116,17 @@ func (r *Runner) endEpisode(ep *Episode) {
 	r.addMetrics(m)
 }
 
-// addMetrics records an ended episode's metrics for Metrics.
+// addMetrics records an ended episode's metrics for Metrics, in place of the oldest once
+// MaxMetrics are kept.
 func (r *Runner) addMetrics(m RolloutMetrics) {
 	r.metricsMu.Lock()
-	r.metrics = append(r.metrics, m)
+	if limit := r.cfg.MaxMetrics; limit < 0 || len(r.metrics) < limit {
+		r.metrics = append(r.metrics, m)
+	} else {
+		r.metrics[r.metricsAt] = m
+		r.metricsAt = (r.metricsAt + 1) % limit
+		r.dropped++
+	}
 	r.metricsMu.Unlock()
 }
 

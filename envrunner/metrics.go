@@ -15,12 +15,18 @@ type Counters struct {
 	FaultyEpisodes int64 `json:"num_faulty_episodes"`
 	// Steps counts the runner's steps (poll, act, send).
 	Steps int64 `json:"steps"`
+	// MetricsDropped counts the episodes whose metrics were dropped, the oldest first, because
+	// Metrics was not called before Config.MaxMetrics more had ended.
+	MetricsDropped int64 `json:"metrics_dropped,omitempty"`
 }
 
 // Counters returns the runner's totals.
 func (r *Runner) Counters() Counters {
+	r.metricsMu.Lock()
+	dropped := r.dropped
+	r.metricsMu.Unlock()
 	return Counters{EnvSteps: r.totalEnvSteps, AgentSteps: r.totalAgentSteps, Episodes: r.episodesDone,
-		FaultyEpisodes: r.faulty, Steps: r.perf.iters}
+		FaultyEpisodes: r.faulty, Steps: r.perf.iters, MetricsDropped: dropped}
 }
 
 // Metrics appends the metrics of the episodes that ended since the last call to dst and
@@ -30,11 +36,15 @@ func (r *Runner) Counters() Counters {
 func (r *Runner) Metrics(dst []RolloutMetrics) []RolloutMetrics {
 	r.metricsMu.Lock()
 	defer r.metricsMu.Unlock()
-	dst = append(dst, r.metrics...)
+	dst = append(dst, r.metrics[r.metricsAt:]...)
+	dst = append(dst, r.metrics[:r.metricsAt]...)
 	clear(r.metrics)
-	r.metrics = r.metrics[:0]
+	r.metrics, r.metricsAt = r.metrics[:0], 0
 	return dst
 }
+
+// DefaultMaxMetrics is Config.MaxMetrics' default: about 7 MB of metrics.
+const DefaultMaxMetrics = 100_000
 
 // PerfStats returns the mean step phase times (or their moving averages).
 func (r *Runner) PerfStats() PerfStats { return r.perf.get() }

@@ -192,6 +192,7 @@ func (g *Group) Counters() Counters {
 		c.Episodes += rc.Episodes
 		c.FaultyEpisodes += rc.FaultyEpisodes
 		c.Steps += rc.Steps
+		c.MetricsDropped += rc.MetricsDropped
 	}
 	return c
 }

@@ -88,3 +88,24 @@ func TestGroupMetricsWhileRunning(t *testing.T) {
 		require.Equal(t, 1, n, "episode %v taken %d times", id, n)
 	}
 }
+
+// TestMetricsBounded: a runner keeps the metrics of the last MaxMetrics episodes, oldest
+// first, and counts the ones it dropped.
+func TestMetricsBounded(t *testing.T) {
+	run := func(limit int) ([]envrunner.RolloutMetrics, envrunner.Counters) {
+		r, err := envrunner.New(envrunner.Config{Env: vectorOf(t, "CartPole-v1", nil, 4, 0), NumEnvs: 4, Seed: 3,
+			FragmentLength: 8, Policies: columnarRandom(t), MaxEnvSteps: 2000, MaxMetrics: limit, NoSamples: true})
+		require.NoError(t, err)
+		defer r.Close()
+		for !r.Done() {
+			require.NoError(t, r.Step())
+		}
+		return r.Metrics(nil), r.Counters()
+	}
+	all, c := run(-1)
+	require.Greater(t, len(all), 30)
+	require.Zero(t, c.MetricsDropped)
+	last, c := run(10)
+	assert.Equal(t, all[len(all)-10:], last, "the last 10, oldest first")
+	assert.Equal(t, int64(len(all)-10), c.MetricsDropped)
+}

@@ -72,6 +72,11 @@ type Config struct {
 	// episodes are not biased towards short ones.
 	MaxEnvSteps int64
 	MaxEpisodes int64
+	// MaxMetrics bounds the ended episodes' metrics the runner keeps for Metrics: beyond it
+	// the oldest are dropped (Counters.MetricsDropped counts them), so that a runner nobody
+	// asks for metrics (a policy server, an embedded env) does not grow without end.
+	// 0 means DefaultMaxMetrics; negative means no bound.
+	MaxMetrics int
 	// NoSamples turns sample collection off: episodes, metrics and callbacks still run, but
 	// no batch is built (evaluation and deployment runs).
 	NoSamples bool
@@ -131,7 +136,9 @@ type Runner struct {
 	// metrics are the episodes ended since the last Metrics call, under metricsMu: Metrics
 	// may be called from another goroutine while the runner steps.
 	metricsMu sync.Mutex
-	metrics   []RolloutMetrics
+	metrics   []RolloutMetrics // a ring from metricsAt once MaxMetrics long
+	metricsAt int
+	dropped   int64 // metrics dropped for MaxMetrics
 	perf      perfStats
 	started   int64 // episodes started that count
 	runErr    error
@@ -170,6 +177,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.FragmentLength == 0 {
 		cfg.FragmentLength = 200
+	}
+	if cfg.MaxMetrics == 0 {
+		cfg.MaxMetrics = DefaultMaxMetrics
 	}
 	switch cfg.CountStepsBy {
 	case "":

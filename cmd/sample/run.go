@@ -288,6 +288,11 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 			Policies: pols, PolicyMapping: mapping,
 			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
 			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
+		if f.steps > 0 || f.episodes > 0 {
+			// A run with an end keeps every episode's metrics for its summary; one without
+			// (sample worker) takes them with each batch.
+			rc.MaxMetrics = -1
+		}
 		r, err := envrunner.New(rc)
 		if err != nil {
 			be.Stop()
