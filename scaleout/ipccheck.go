@@ -11,7 +11,8 @@ import (
 // checkIPC looks through the metadata of an Arrow IPC stream for what would make Arrow's
 // reader allocate without bound or recurse without end: a vector (of fields, children,
 // key-value pairs, union type ids, features, nodes, buffers) longer than the message could
-// hold, or fields nested too deep (a cycle). Arrow's reader trusts these lengths, and a
+// hold, fields nested too deep (a cycle) or more of them than the message has room for
+// (tables shared by several parents). Arrow's reader trusts these lengths, and a
 // corrupt one cost the process a fatal out-of-memory (found by FuzzDecode); other damage
 // makes it panic, which Decode recovers. Reads out of range panic here too.
 func checkIPC(data []byte) error {
@@ -102,11 +103,16 @@ func checkSchema(s *flatbuffers.Table) error {
 	if err := checkVector(s, slot3, 8, "schema features"); err != nil {
 		return err
 	}
-	return checkFields(s, slot1, 0)
+	// A field table takes more than 4 bytes, so a message holds fewer fields than a quarter
+	// of its bytes; more means tables shared between parents (children vectors pointing at
+	// the same fields), which Arrow's reader would expand, level after level, without end.
+	budget := len(s.Bytes) / 4
+	return checkFields(s, slot1, 0, &budget)
 }
 
-// checkFields checks the vector of Field tables in t's slot, and their children.
-func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int) error {
+// checkFields checks the vector of Field tables in t's slot, and their children, counting
+// them against budget.
+func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int, budget *int) error {
 	if depth > maxFieldDepth {
 		return fmt.Errorf("fields nested more than %d deep", maxFieldDepth)
 	}
@@ -118,6 +124,9 @@ func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int) err
 		return nil
 	}
 	start, n := t.Vector(flatbuffers.UOffsetT(o)), t.VectorLen(flatbuffers.UOffsetT(o))
+	if *budget -= n; *budget < 0 {
+		return errors.New("more fields than the message can hold (shared tables)")
+	}
 	for i := range n {
 		f := &flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(start + flatbuffers.UOffsetT(4*i))}
 		if err := checkVector(f, slot6, 4, "field custom_metadata"); err != nil {
@@ -130,7 +139,7 @@ func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int) err
 				return err
 			}
 		}
-		if err := checkFields(f, slot5, depth+1); err != nil {
+		if err := checkFields(f, slot5, depth+1, budget); err != nil {
 			return err
 		}
 	}

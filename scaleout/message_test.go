@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
+
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/nats-io/nats.go"
 	"github.com/onnxrl/sampler/envrunner/arrowbatch"
@@ -161,4 +164,67 @@ func TestDecodeRefusesHugeBuffer(t *testing.T) {
 	} else {
 		t.Log(err)
 	}
+}
+
+// sharedFieldsStream is an Arrow IPC stream whose schema nests depth levels of fields, each
+// level's children vector pointing k times at the same field of the level below: a small
+// message that stands for k^depth fields.
+func sharedFieldsStream(k, depth int) []byte {
+	b := flatbuffers.NewBuilder(1024)
+	b.StartObject(0) // the Null type
+	null := b.EndObject()
+	var child flatbuffers.UOffsetT
+	for level := range depth {
+		var children flatbuffers.UOffsetT
+		if level > 0 {
+			b.StartVector(4, k, 4)
+			for range k {
+				b.PrependUOffsetT(child)
+			}
+			children = b.EndVector(k)
+		}
+		name := b.CreateString("f")
+		b.StartObject(7)
+		b.PrependUOffsetTSlot(0, name, 0)
+		b.PrependByteSlot(2, 1, 0) // type_type Null
+		b.PrependUOffsetTSlot(3, null, 0)
+		if level > 0 {
+			b.PrependUOffsetTSlot(5, children, 0)
+		}
+		child = b.EndObject()
+	}
+	b.StartVector(4, 1, 4)
+	b.PrependUOffsetT(child)
+	fields := b.EndVector(1)
+	b.StartObject(4)
+	b.PrependUOffsetTSlot(1, fields, 0)
+	schema := b.EndObject()
+	b.StartObject(5)
+	b.PrependInt16Slot(0, 4, 0) // MetadataVersion V5
+	b.PrependByteSlot(1, 1, 0)  // header Schema
+	b.PrependUOffsetTSlot(2, schema, 0)
+	b.Finish(b.EndObject())
+	meta := b.FinishedBytes()
+	for len(meta)%8 != 0 {
+		meta = append(meta, 0)
+	}
+	out := binary.LittleEndian.AppendUint32(nil, 0xFFFFFFFF)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
+	out = append(out, meta...)
+	return append(out, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0)
+}
+
+// TestDecodeRefusesSharedFields: fields shared between parents, which Arrow's reader would
+// expand to 8^12 of them, are an error at once. The same stream with one child a level
+// passes the check.
+func TestDecodeRefusesSharedFields(t *testing.T) {
+	if err := checkIPC(sharedFieldsStream(1, 12)); err != nil {
+		t.Fatalf("a chain of 12 fields: %v", err)
+	}
+	start := time.Now()
+	_, _, err := Decode(&nats.Msg{Subject: "s", Data: sharedFieldsStream(8, 12), Header: nats.Header{}})
+	if err == nil {
+		t.Fatal("8^12 fields were accepted")
+	}
+	t.Logf("%v after %v", err, time.Since(start))
 }
