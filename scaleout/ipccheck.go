@@ -8,14 +8,20 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
-// checkIPC looks through the metadata of an Arrow IPC stream for what would make Arrow's
-// reader allocate without bound or recurse without end: a vector (of fields, children,
-// key-value pairs, union type ids, features, nodes, buffers) longer than the message could
-// hold, fields nested too deep (a cycle) or more of them than the message has room for
-// (tables shared by several parents). Arrow's reader trusts these lengths, and a
-// corrupt one cost the process a fatal out-of-memory (found by FuzzDecode); other damage
-// makes it panic, which Decode recovers. Reads out of range panic here too.
+// checkIPC looks through the metadata of an Arrow IPC stream for what Arrow's reader would
+// trust to its cost: it allocates by the lengths it reads and recurses through the fields, so
+// a corrupt or hostile message could take all the memory there is (a fatal error, not a
+// panic that Decode recovers) or never end. FuzzDecode found both. A message passes when
+//   - every vector (fields, children, key-value pairs, features, nodes, buffers) fits in it,
+//   - its fields are of the types the sampler writes (Int, FloatingPoint, Utf8, Bool,
+//     FixedSizeList), none dictionary-encoded, nested at most maxFieldDepth deep, and fewer
+//     than the message has room for (tables shared by several parents expand without end),
+//   - and a record batch's length, and each of its nodes' lengths and null counts, are at
+//     most maxRows(len(data)): what the data could hold uncompressed.
+//
+// Reads out of range panic here too; Decode recovers them.
 func checkIPC(data []byte) error {
+	rows := maxRows(len(data))
 	for pos := 0; pos+4 <= len(data); {
 		n := int(int32(binary.LittleEndian.Uint32(data[pos:])))
 		pos += 4
@@ -32,8 +38,7 @@ func checkIPC(data []byte) error {
 		if n < 0 || n > len(data)-pos {
 			return fmt.Errorf("a message of %d bytes in %d", n, len(data)-pos)
 		}
-		meta := data[pos : pos+n]
-		body, err := checkMessage(meta)
+		body, err := checkMessage(data[pos:pos+n], rows)
 		if err != nil {
 			return err
 		}
@@ -45,6 +50,11 @@ func checkIPC(data []byte) error {
 	}
 	return nil
 }
+
+// maxRows bounds the rows (and values) of a message of n bytes: as many bytes as its buffers
+// could hold uncompressed (the bounded allocator's budget), each value taking one at least,
+// or one bit for a bool.
+func maxRows(n int) int64 { return 8 * int64(max(256*n, 1<<20)) }
 
 // Slots of the Arrow flatbuffers tables (Message.fbs, Schema.fbs): 4 + 2 x the field's index.
 const (
@@ -59,8 +69,11 @@ const (
 
 const maxFieldDepth = 32
 
+// The field types the sampler writes (Schema.fbs's Type union).
+var knownTypes = map[byte]bool{2: true, 3: true, 5: true, 6: true, 16: true} // Int, FloatingPoint, Utf8, Bool, FixedSizeList
+
 // checkMessage checks a Message table and returns its bodyLength.
-func checkMessage(buf []byte) (int64, error) {
+func checkMessage(buf []byte, rows int64) (int64, error) {
 	if len(buf) < 4 {
 		return 0, errors.New("a message shorter than its root offset")
 	}
@@ -86,14 +99,9 @@ func checkMessage(buf []byte) (int64, error) {
 	case 1: // Schema
 		return body, checkSchema(&h)
 	case 3: // RecordBatch
-		return body, checkRecordBatch(&h)
-	case 2: // DictionaryBatch: its RecordBatch is field 1
-		if o := h.Offset(slot1); o != 0 {
-			rb := flatbuffers.Table{Bytes: buf, Pos: h.Indirect(h.Pos + flatbuffers.UOffsetT(o))}
-			return body, checkRecordBatch(&rb)
-		}
+		return body, checkRecordBatch(&h, rows)
 	}
-	return body, nil
+	return 0, fmt.Errorf("a message of kind %d (the sampler writes schemas and record batches)", kind)
 }
 
 func checkSchema(s *flatbuffers.Table) error {
@@ -132,12 +140,15 @@ func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int, bud
 		if err := checkVector(f, slot6, 4, "field custom_metadata"); err != nil {
 			return err
 		}
-		if o := f.Offset(slot3); o != 0 && f.GetByte(f.Pos+flatbuffers.UOffsetT(f.Offset(slot2))) == 14 { // Union
-			var u flatbuffers.Table
-			f.Union(&u, flatbuffers.UOffsetT(o))
-			if err := checkVector(&u, slot1, 4, "union type ids"); err != nil {
-				return err
-			}
+		var typ byte
+		if o := f.Offset(slot2); o != 0 {
+			typ = f.GetByte(f.Pos + flatbuffers.UOffsetT(o))
+		}
+		if !knownTypes[typ] {
+			return fmt.Errorf("a field of type %d (the sampler writes Int, FloatingPoint, Utf8, Bool and FixedSizeList)", typ)
+		}
+		if f.Offset(slot4) != 0 {
+			return errors.New("a dictionary-encoded field (the sampler writes none)")
 		}
 		if err := checkFields(f, slot5, depth+1, budget); err != nil {
 			return err
@@ -146,14 +157,32 @@ func checkFields(t *flatbuffers.Table, slot flatbuffers.VOffsetT, depth int, bud
 	return nil
 }
 
-func checkRecordBatch(rb *flatbuffers.Table) error {
+func checkRecordBatch(rb *flatbuffers.Table, rows int64) error {
+	if o := rb.Offset(slot0); o != 0 {
+		if n := rb.GetInt64(rb.Pos + flatbuffers.UOffsetT(o)); n < 0 || n > rows {
+			return fmt.Errorf("a record batch of %d rows", n)
+		}
+	}
 	if err := checkVector(rb, slot1, 16, "record batch nodes"); err != nil {
 		return err
+	}
+	if o := rb.Offset(slot1); o != 0 {
+		start, n := rb.Vector(flatbuffers.UOffsetT(o)), rb.VectorLen(flatbuffers.UOffsetT(o))
+		for i := range n {
+			at := start + flatbuffers.UOffsetT(16*i) // FieldNode: length, null_count
+			length, nulls := rb.GetInt64(at), rb.GetInt64(at+8)
+			if length < 0 || length > rows || nulls < 0 || nulls > length {
+				return fmt.Errorf("a field node of %d values, %d null", length, nulls)
+			}
+		}
 	}
 	if err := checkVector(rb, slot2, 16, "record batch buffers"); err != nil {
 		return err
 	}
-	return checkVector(rb, slot4, 8, "record batch variadic buffer counts")
+	if o := rb.Offset(slot4); o != 0 && rb.VectorLen(flatbuffers.UOffsetT(o)) != 0 {
+		return errors.New("variadic buffer counts (the sampler writes no view types)")
+	}
+	return nil
 }
 
 // checkVector fails when the vector in t's slot (elements of elem bytes) runs past the buffer.

@@ -171,8 +171,8 @@ func TestDecodeRefusesHugeBuffer(t *testing.T) {
 // message that stands for k^depth fields.
 func sharedFieldsStream(k, depth int) []byte {
 	b := flatbuffers.NewBuilder(1024)
-	b.StartObject(0) // the Null type
-	null := b.EndObject()
+	b.StartObject(0) // the Bool type
+	boolType := b.EndObject()
 	var child flatbuffers.UOffsetT
 	for level := range depth {
 		var children flatbuffers.UOffsetT
@@ -186,8 +186,8 @@ func sharedFieldsStream(k, depth int) []byte {
 		name := b.CreateString("f")
 		b.StartObject(7)
 		b.PrependUOffsetTSlot(0, name, 0)
-		b.PrependByteSlot(2, 1, 0) // type_type Null
-		b.PrependUOffsetTSlot(3, null, 0)
+		b.PrependByteSlot(2, 6, 0) // type_type Bool
+		b.PrependUOffsetTSlot(3, boolType, 0)
 		if level > 0 {
 			b.PrependUOffsetTSlot(5, children, 0)
 		}
