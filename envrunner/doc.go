@@ -102,7 +102,8 @@
 //
 // # More cores
 //
-// One goroutine owns one Runner; nothing in it is locked. A Group runs several runners, each
+// One goroutine owns one Runner; nothing in it is locked but the episode metrics, which
+// Metrics may take from any goroutine while the runner steps. A Group runs several runners, each
 // on its own goroutine with its own environment shard, sessions and random source, and hands
 // their batches to one sink in a fixed round-robin order, so the merged output of a seeded
 // run does not depend on timing. The envrunner/output package writes batches in RLlib's
@@ -110,8 +111,10 @@
 //
 // # Metrics
 //
-// Metrics returns a RolloutMetrics per finished episode (length, return, per-agent returns,
-// the callbacks' custom metrics; faulty ones marked Faulty, for summaries to leave out);
+// Metrics returns a RolloutMetrics per episode finished since its last call (length, return,
+// per-agent returns, the callbacks' custom metrics; faulty ones marked Faulty, for summaries
+// to leave out), the last Config.MaxMetrics of them (100,000 by default) when it is called
+// too seldom;
 // Counters the totals (env and agent steps, episodes, faulty episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
 // raw observation processing, inference, action processing, env wait and env render, as
 // RLlib's sampler perf stats. The runner warns once when one agent buffers more than
