@@ -11,9 +11,12 @@ import (
 // says, and a corrupt or hostile one must cost an error, not all the memory there is.
 type boundedAlloc struct{ left int }
 
-// newBoundedAlloc budgets for a message of n bytes: LZ4 cannot compress by more than about
-// 255 to 1, so a real message never needs more than 256 times its size.
-func newBoundedAlloc(n int) *boundedAlloc { return &boundedAlloc{left: max(256*n, 1<<20)} }
+// uncompressedBudget is the most memory a message of n bytes may take uncompressed: LZ4
+// cannot compress by more than about 255 to 1, so a real message never needs more than 256
+// times its size.
+func uncompressedBudget(n int) int { return max(256*n, 1<<20) }
+
+func newBoundedAlloc(n int) *boundedAlloc { return &boundedAlloc{left: uncompressedBudget(n)} }
 
 func (a *boundedAlloc) take(n int) {
 	if n < 0 || n > a.left {

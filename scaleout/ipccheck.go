@@ -51,10 +51,9 @@ func checkIPC(data []byte) error {
 	return nil
 }
 
-// maxRows bounds the rows (and values) of a message of n bytes: as many bytes as its buffers
-// could hold uncompressed (the bounded allocator's budget), each value taking one at least,
-// or one bit for a bool.
-func maxRows(n int) int64 { return 8 * int64(max(256*n, 1<<20)) }
+// maxRows bounds the rows (and values) of a message of n bytes: one bit for each bit its
+// buffers could hold uncompressed (a bool takes one bit, other values more).
+func maxRows(n int) int64 { return 8 * int64(uncompressedBudget(n)) }
 
 // Slots of the Arrow flatbuffers tables (Message.fbs, Schema.fbs): 4 + 2 x the field's index.
 const (

@@ -20,10 +20,9 @@ type part struct {
 }
 
 // partEncoder writes record batches as Arrow IPC streams of at most limit bytes each, their
-// buffers compressed with LZ4 (Arrow's LZ4_FRAME body compression), into
-// buffers given back through recycle: a message's bytes are written once, into memory sized
-// by the messages before it, instead of into a buffer that grows by doubling (which cost the
-// publisher a tenth of sample run --publish's CPU).
+// buffers compressed with LZ4 (Arrow's LZ4_FRAME body compression). It writes into memory
+// given back through recycle and sized by the messages before, instead of a buffer that grows
+// by doubling (which cost the publisher a tenth of sample run --publish's CPU).
 type partEncoder struct {
 	limit  int
 	free   [][]byte

@@ -296,33 +296,20 @@ func (p *Publisher) settle(n int) error {
 	return nil
 }
 
-// resolve waits for f's acknowledgement; a refusal or loss worth repeating sends it again,
-// with the same message id, until the stream has it.
+// resolve waits for f's acknowledgement; a refusal or loss worth repeating sends it again
+// (see republish).
 func (p *Publisher) resolve(f inflight) error {
-	err := f.err
+	failed := f.err
 	if f.ack != nil {
 		select {
 		case ack := <-f.ack.Ok():
 			p.acked(f, ack.Duplicate)
 			return nil
-		case err = <-f.ack.Err():
+		case failed = <-f.ack.Err():
 		case <-p.ctx.Done():
 		}
 	}
-	if p.ctx.Err() != nil {
-		return fmt.Errorf("scaleout: publish %s: %w", f.id, p.ctx.Err())
-	}
-	full, retry := classify(err)
-	if !retry {
-		return fmt.Errorf("scaleout: publish %s to %s: %w", f.id, StreamName(p.o.Run), err)
-	}
-	p.mu.Lock()
-	p.stats.Retries++
-	if full {
-		p.stats.Full++
-	}
-	p.mu.Unlock()
-	dup, err := p.publish(f.msg, f.id)
+	dup, err := p.republish(f.msg, f.id, failed)
 	if err != nil {
 		return err
 	}
@@ -349,23 +336,18 @@ func (p *Publisher) acked(f inflight, duplicate bool) {
 	p.enc.recycle(f.msg.Data)
 }
 
-// publish sends msg until the stream has it, waiting for each answer, with the same message id
-// every time. It tells whether the stream had it already.
-func (p *Publisher) publish(msg *nats.Msg, id string) (duplicate bool, _ error) {
-	wait := 5 * time.Millisecond
+// republish sends msg, whose last publish failed with failed, until the stream has it,
+// waiting for each answer, with the same message id every time: at once, then after a wait
+// that doubles up to half a second. It tells whether the stream had it already.
+func (p *Publisher) republish(msg *nats.Msg, id string, failed error) (duplicate bool, _ error) {
+	var wait time.Duration
 	for {
-		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(p.o.Run)))
-		cancel()
-		if err == nil {
-			return ack.Duplicate, nil
-		}
 		if p.ctx.Err() != nil {
 			return false, fmt.Errorf("scaleout: publish %s: %w", id, p.ctx.Err())
 		}
-		full, retry := classify(err)
+		full, retry := classify(failed)
 		if !retry {
-			return false, fmt.Errorf("scaleout: publish %s to %s: %w", id, StreamName(p.o.Run), err)
+			return false, fmt.Errorf("scaleout: publish %s to %s: %w", id, StreamName(p.o.Run), failed)
 		}
 		p.mu.Lock()
 		p.stats.Retries++
@@ -373,14 +355,23 @@ func (p *Publisher) publish(msg *nats.Msg, id string) (duplicate bool, _ error) 
 			p.stats.Full++
 		}
 		p.mu.Unlock()
-		if time.Since(p.reported) >= time.Second {
-			p.report(p.version.Load()) // a sampler held back still reports
+		if wait > 0 {
+			if time.Since(p.reported) >= time.Second {
+				p.report(p.version.Load()) // a sampler held back still reports
+			}
+			select {
+			case <-time.After(wait):
+			case <-p.ctx.Done():
+			}
 		}
-		select {
-		case <-time.After(wait):
-		case <-p.ctx.Done():
+		wait = min(max(2*wait, 5*time.Millisecond), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(p.o.Run)))
+		cancel()
+		if err == nil {
+			return ack.Duplicate, nil
 		}
-		wait = min(2*wait, 500*time.Millisecond)
+		failed = err
 	}
 }
 
