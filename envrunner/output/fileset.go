@@ -50,34 +50,27 @@ func (s *fileSet) current() string {
 // write encodes m into the set's current file, starting a new file first when that one is
 // full. It reports false after a failure (recorded in the Writer).
 func (s *fileSet) write(m *envrunner.MultiAgentBatch) bool {
+	return s.put(func() error { return s.enc.write(&s.cw, m) })
+}
+
+// writeLine writes a batch's encoding (see lineEncoder) as write does.
+func (s *fileSet) writeLine(line []byte) bool {
+	return s.put(func() error { _, err := s.cw.Write(line); return err })
+}
+
+// put makes room, writes with write into s.cw and counts the line and its bytes.
+func (s *fileSet) put(write func() error) bool {
 	if !s.room() {
 		return false
 	}
 	before := s.cw.n
-	if err := s.enc.write(&s.cw, m); err != nil {
+	if err := write(); err != nil {
 		s.w.fail(s.current(), err)
 		return false
 	}
 	s.wb.wrote(s.f, s.cw.n)
 	s.w.lines.Add(1)
 	s.w.bytes.Add(s.cw.n - before)
-	return true
-}
-
-// writeLine writes a batch's encoding (see lineEncoder) into the set's current file, starting
-// a new file first when that one is full. It reports false after a failure (recorded in the
-// Writer).
-func (s *fileSet) writeLine(line []byte) bool {
-	if !s.room() {
-		return false
-	}
-	if _, err := s.cw.Write(line); err != nil {
-		s.w.fail(s.current(), err)
-		return false
-	}
-	s.wb.wrote(s.f, s.cw.n)
-	s.w.lines.Add(1)
-	s.w.bytes.Add(int64(len(line)))
 	return true
 }
 
