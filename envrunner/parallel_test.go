@@ -10,21 +10,31 @@ import (
 	"github.com/onnxrl/sampler/envrunner"
 )
 
+// randomGroup is a Group of two runners of random policies (no runtime needed) over CartPole,
+// each with envs sub-environments (seeded alike) and cfg's other settings; it is closed when
+// the test ends.
+func randomGroup(t *testing.T, envs int, cfg envrunner.Config) (*envrunner.Group, []*envrunner.Runner) {
+	t.Helper()
+	pols := columnarRandom(t)
+	var runners []*envrunner.Runner
+	for w := range 2 {
+		c := cfg
+		c.Env, c.NumEnvs, c.Worker, c.Policies = vectorOf(t, "CartPole-v1", nil, envs, 0), envs, w, pols
+		r, err := envrunner.New(c)
+		require.NoError(t, err)
+		runners = append(runners, r)
+	}
+	g := envrunner.NewGroup(runners)
+	t.Cleanup(func() { require.NoError(t, g.Close()) })
+	return g, runners
+}
+
 // TestGroupRunAgain runs a group of two runners (random policies, no runtime needed) with
 // CountAndRelease, raises their limits and runs it again: the second Run goes on where the
 // first stopped, hands over the same batches (their storage reused), and the sink counts
 // every row.
 func TestGroupRunAgain(t *testing.T) {
-	pols := columnarRandom(t)
-	var runners []*envrunner.Runner
-	for w := range 2 {
-		r, err := envrunner.New(envrunner.Config{Env: vectorOf(t, "CartPole-v1", nil, 3, 0), NumEnvs: 3, Seed: 1,
-			Worker: w, FragmentLength: 10, Policies: pols, MaxEnvSteps: 60})
-		require.NoError(t, err)
-		runners = append(runners, r)
-	}
-	g := envrunner.NewGroup(runners)
-	defer func() { require.NoError(t, g.Close()) }()
+	g, runners := randomGroup(t, 3, envrunner.Config{Seed: 1, FragmentLength: 10, MaxEnvSteps: 60})
 	var batches, rows int64
 	count := g.CountAndRelease(&batches, &rows)
 	seen := map[*envrunner.MultiAgentBatch]int{}
@@ -51,16 +61,7 @@ func TestGroupRunAgain(t *testing.T) {
 // once at the end, each once.
 func TestGroupMetricsWhileRunning(t *testing.T) {
 	run := func(during bool) map[[2]int64]int {
-		pols := columnarRandom(t)
-		var runners []*envrunner.Runner
-		for w := range 2 {
-			r, err := envrunner.New(envrunner.Config{Env: vectorOf(t, "CartPole-v1", nil, 4, w*4), NumEnvs: 4, Seed: 2,
-				Worker: w, FragmentLength: 8, Policies: pols, MaxEnvSteps: 4000})
-			require.NoError(t, err)
-			runners = append(runners, r)
-		}
-		g := envrunner.NewGroup(runners)
-		defer func() { require.NoError(t, g.Close()) }()
+		g, _ := randomGroup(t, 4, envrunner.Config{Seed: 2, FragmentLength: 8, MaxEnvSteps: 4000})
 		var batches, rows int64
 		count := g.CountAndRelease(&batches, &rows)
 		ids := map[[2]int64]int{}
