@@ -23,20 +23,13 @@ while getopts "r:s:b:c:" o; do
 	*) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-b BASELINE_SAMPLE_BINARY] [-c snappy|zstd|none]" >&2; exit 2 ;;
 	esac
 done
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(cd "$root" && go build -o "$tmp/sample" ./cmd/sample)
-nice=()
-[[ $(id -u) == 0 ]] && nice=(nice -n -15)
+. "$(dirname "$0")/bench_common.sh"
 
 # one BIN NAME [--out FILE]: runs sample run, prints "steps_per_sec bytes"
 one() {
 	local bin=$1 name=$2
 	shift 2
-	# Each command starts after a sync, so that the kernel's writing back of the last
-	# command's file does not fall on it.
-	rm -rf "$tmp/out" && mkdir -p "$tmp/out" && sync && sleep 1
+	fresh_out
 	local sps
 	sps=$(cd "$root" && "${nice[@]}" "$bin" run --env CartPole-v1 --num-envs 256 --workers 1 --explore=true \
 		--steps "$steps" --max-file-size 0 --json "$@" |
@@ -56,11 +49,8 @@ printf " %10s %10s" parquet/none json/none
 echo
 for r in $(seq 1 "$rounds"); do
 	declare -A sps bpr
-	# Every other round runs the commands in reverse order: a command's memory comes faster
-	# when the one before it has just freed some, and the order should favour none.
-	order=$names
-	((r % 2 == 0)) && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
-	for n in $order; do
+	# shellcheck disable=SC2086 # names is a list of words
+	for n in $(round_order "$r" $names); do
 		case $n in
 		none) set -- "$tmp/sample" none ;;
 		parquet) set -- "$tmp/sample" parquet --out "$tmp/out/x.parquet" "${comp[@]}" ;;

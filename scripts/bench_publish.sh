@@ -22,18 +22,13 @@ while getopts "r:s:b:" o; do
 	*) echo "usage: $0 [-r ROUNDS] [-s STEPS] [-b BASELINE_SAMPLE_BINARY]" >&2; exit 2 ;;
 	esac
 done
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-(cd "$root" && go build -o "$tmp/sample" ./cmd/sample)
-nice=()
-[[ $(id -u) == 0 ]] && nice=(nice -n -15)
+. "$(dirname "$0")/bench_common.sh"
 
 # one BIN ARGS...: runs sample run, prints "rows_per_sec bytes"
 one() {
 	local bin=$1
 	shift
-	rm -rf "$tmp/out" && mkdir -p "$tmp/out" && sync && sleep 1
+	fresh_out
 	local t0 t1 rows
 	t0=$(date +%s.%N)
 	rows=$(cd "$root" && "${nice[@]}" "$bin" run --env CartPole-v1 --num-envs 256 --workers 2 --explore=true \
@@ -51,11 +46,8 @@ printf " %15s" publish/parquet
 echo
 for r in $(seq 1 "$rounds"); do
 	declare -A rps bytes
-	# Every other round runs the commands in reverse order: a command's memory comes faster
-	# when the one before it has just freed some, and the order should favour none.
-	order=$names
-	((r % 2 == 0)) && order=$(echo "$names" | tr ' ' '\n' | tac | tr '\n' ' ')
-	for n in $order; do
+	# shellcheck disable=SC2086 # names is a list of words
+	for n in $(round_order "$r" $names); do
 		pubargs=(--publish embedded --store "$tmp/out/store" --stream-max-bytes 8GiB --wait-drained=false)
 		case $n in
 		parquet) set -- "$tmp/sample" --out "$tmp/out/x.parquet" ;;
