@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/onnxrl/sampler/scaleout"
@@ -90,11 +89,7 @@ func TestScaleoutFaults(t *testing.T) {
 		return cmd
 	}
 	broker := startBroker("broker1")
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	js := connectJS(t, url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, scaleout.EnsureRun(ctx, js, "f", scaleout.RunConfig{MaxBytes: 256 << 10}))

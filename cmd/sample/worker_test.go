@@ -60,11 +60,7 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		})
 		cmds = append(cmds, cmd)
 	}
-	nc, err := nats.Connect(b.URL())
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	js := connectJS(t, b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	waitVersion := func(v uint64) time.Duration {
@@ -199,11 +195,7 @@ func TestWorkerStopsOnSignalWhileStreamFull(t *testing.T) {
 	b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
 	require.NoError(t, err)
 	defer b.Close()
-	nc, err := nats.Connect(b.URL())
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	js := connectJS(t, b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, scaleout.EnsureRun(ctx, js, "full", scaleout.RunConfig{MaxBytes: 128 << 10}))
@@ -287,4 +279,16 @@ func TestWorkerEpisodeWindow(t *testing.T) {
 		"sample_worker_episode_return_mean 199.5\n", "sample_worker_episode_len_mean 399\n"} {
 		require.Contains(t, b.String(), want)
 	}
+}
+
+// connectJS connects to the NATS server at url (options added to the defaults) for the rest
+// of the test.
+func connectJS(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
 }
