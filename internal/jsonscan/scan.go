@@ -383,21 +383,15 @@ func (s *Scanner) Number() (tok []byte, isInt bool, err error) {
 	case i < len(data) && data[i] == '0':
 		i++
 	case i < len(data) && data[i] >= '1' && data[i] <= '9':
-		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
+		i = skipDigits(data, i)
 	default:
 		s.pos = i
 		return nil, false, s.Unexpected("a number")
 	}
 	isInt = true
+	// A fraction and an exponent each need one digit at least.
 	if i < len(data) && data[i] == '.' {
-		i++
-		j := i
-		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
-		if i == j {
+		if i = skipDigits(data, i+1); data[i-1] == '.' {
 			s.pos = i
 			return nil, false, s.Unexpected("a digit")
 		}
@@ -409,10 +403,7 @@ func (s *Scanner) Number() (tok []byte, isInt bool, err error) {
 			i++
 		}
 		j := i
-		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-			i++
-		}
-		if i == j {
+		if i = skipDigits(data, i); i == j {
 			s.pos = i
 			return nil, false, s.Unexpected("a digit")
 		}
@@ -420,6 +411,14 @@ func (s *Scanner) Number() (tok []byte, isInt bool, err error) {
 	}
 	s.pos = i
 	return data[start:i], isInt, nil
+}
+
+// skipDigits returns the index of the first byte from data[i] on that is not a decimal digit.
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // special returns the value of the NaN, Infinity and -Infinity tokens.
