@@ -201,17 +201,7 @@ func (m *MultiAgentStep) Clear() {
 // unspecified: the environment writes them) and returns it. The pointer is valid until the
 // next Add or Clear.
 func (m *MultiAgentStep) Add(id AgentID, obsSize int) *AgentStep {
-	n := len(m.Agents)
-	if n < cap(m.Agents) {
-		m.Agents = m.Agents[:n+1]
-	} else {
-		m.Agents = append(m.Agents, AgentStep{})
-	}
-	a := &m.Agents[n]
-	obs := a.Obs
-	if obs == nil {
-		obs = a.buf
-	}
+	a, obs := m.next()
 	if cap(obs) < obsSize {
 		obs = make([]float32, obsSize)
 	}
@@ -224,6 +214,13 @@ func (m *MultiAgentStep) Add(id AgentID, obsSize int) *AgentStep {
 // is added to its next transition (or to the final row the runner makes for it when the
 // episode ends before it observes again). The entry's Obs is nil.
 func (m *MultiAgentStep) AddReward(id AgentID, reward float64) {
+	a, buf := m.next()
+	*a = AgentStep{ID: id, Reward: reward, buf: buf} // the buffer is kept for a later Add
+}
+
+// next extends Agents by one entry and returns it with the observation buffer an earlier
+// entry in its place left (nil when none), for the caller to overwrite the entry.
+func (m *MultiAgentStep) next() (*AgentStep, []float32) {
 	n := len(m.Agents)
 	if n < cap(m.Agents) {
 		m.Agents = m.Agents[:n+1]
@@ -231,11 +228,10 @@ func (m *MultiAgentStep) AddReward(id AgentID, reward float64) {
 		m.Agents = append(m.Agents, AgentStep{})
 	}
 	a := &m.Agents[n]
-	buf := a.Obs
-	if buf == nil {
-		buf = a.buf
+	if a.Obs != nil {
+		return a, a.Obs
 	}
-	*a = AgentStep{ID: id, Reward: reward, buf: buf} // the buffer is kept for a later Add
+	return a, a.buf
 }
 
 // Find returns the entry for agent id, or nil.
