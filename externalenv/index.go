@@ -173,3 +173,14 @@ func (c *core) forget(ep *episode) {
 	}
 	c.done[ep.id] = struct{}{}
 }
+
+// drop removes an ended episode from the index (unless a new one has taken its id).
+func (c *core) drop(ep *episode) {
+	sh := c.shard(ep.id)
+	sh.mu.Lock()
+	if sh.get(ep.id) == ep {
+		sh.set(ep.id, nil)
+	}
+	sh.mu.Unlock()
+	c.unhint(ep)
+}

@@ -174,13 +174,7 @@ func (c *core) report(ep *episode, dst *env.Batch, n *int) reportResult {
 	case ev.end != notDone:
 		c.slots[ep.slot] = nil
 		c.freeLater = append(c.freeLater, int(ep.slot))
-		sh := c.shard(ep.id)
-		sh.mu.Lock()
-		if sh.get(ep.id) == ep {
-			sh.set(ep.id, nil)
-		}
-		sh.mu.Unlock()
-		c.unhint(ep)
+		c.drop(ep)
 	case ev.open > 0:
 		ep.inFlight = ev
 		c.expect += ev.open

@@ -57,17 +57,6 @@ func (c *core) placeholder() []float32 {
 	return c.obsSpace.Sample(rand.New(rand.NewPCG(0, 0)), make([]float32, c.obsSize))
 }
 
-// drop removes a silently ended episode from the index.
-func (c *core) drop(ep *episode) {
-	sh := c.shard(ep.id)
-	sh.mu.Lock()
-	if sh.get(ep.id) == ep {
-		sh.set(ep.id, nil)
-	}
-	sh.mu.Unlock()
-	c.unhint(ep)
-}
-
 // truncateEpisode is TruncateEpisode (see base).
 func (c *core) truncateEpisode(id string) error {
 	ep, err := c.lock(id)
