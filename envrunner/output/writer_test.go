@@ -419,24 +419,32 @@ func checkSticky(t *testing.T, w *Writer, back *int, mu *sync.Mutex, name string
 	}
 }
 
-func TestWriterStickyErrorDevFull(t *testing.T) {
+// checkStickyDevFull runs checkSticky on a writer with opts (and a queue of 1) into /dev/full.
+func checkStickyDevFull(t *testing.T, opts Options) {
+	t.Helper()
 	if f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err != nil {
 		t.Skipf("no /dev/full: %v", err)
 	} else {
 		f.Close()
 	}
+	var mu sync.Mutex
+	back := 0
+	opts.QueueSize = 1
+	opts.OnWritten = func(*envrunner.MultiAgentBatch) {
+		mu.Lock()
+		back++
+		mu.Unlock()
+	}
+	w, err := NewWriter("/dev/full", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSticky(t, w, &back, &mu, "/dev/full")
+}
+
+func TestWriterStickyErrorDevFull(t *testing.T) {
 	for _, encoders := range []int{1, 3} {
-		var mu sync.Mutex
-		back := 0
-		w, err := NewWriter("/dev/full", Options{QueueSize: 1, Encoders: encoders, OnWritten: func(*envrunner.MultiAgentBatch) {
-			mu.Lock()
-			back++
-			mu.Unlock()
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSticky(t, w, &back, &mu, "/dev/full")
+		checkStickyDevFull(t, Options{Encoders: encoders})
 	}
 }
 
@@ -526,24 +534,7 @@ func TestWriterFailureReleasesBlockedProducer(t *testing.T) {
 // TestWriterStickyErrorParquet: a Parquet writer fails the same way, with one error naming
 // the file, on a full disk and on a rotation that cannot create its file.
 func TestWriterStickyErrorParquet(t *testing.T) {
-	t.Run("dev-full", func(t *testing.T) {
-		if f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0); err != nil {
-			t.Skipf("no /dev/full: %v", err)
-		} else {
-			f.Close()
-		}
-		var mu sync.Mutex
-		back := 0
-		w, err := NewWriter("/dev/full", Options{Format: FormatParquet, QueueSize: 1, OnWritten: func(*envrunner.MultiAgentBatch) {
-			mu.Lock()
-			back++
-			mu.Unlock()
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSticky(t, w, &back, &mu, "/dev/full")
-	})
+	t.Run("dev-full", func(t *testing.T) { checkStickyDevFull(t, Options{Format: FormatParquet}) })
 	t.Run("rotation", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "x.parquet")
 		blocked := RotatedName(path, 1)
