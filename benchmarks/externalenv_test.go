@@ -111,13 +111,7 @@ const replayLen = 200
 // machine the figure to compare) and "actions/poll" (the batch sizes Poll made). The
 // goroutines carry pprof labels role=runner and role=simulator for -cpuprofile.
 func BenchmarkExternalEnv(b *testing.B) {
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	for _, sim := range []string{"cartpole", "replay"} {
 		for _, mode := range []string{"greedy", "explore"} {
 			for _, wait := range []time.Duration{100 * time.Microsecond, 0} {

@@ -127,13 +127,7 @@ func runnerSteps(tb testing.TB, r *envrunner.Runner, k int, dst *envrunner.Multi
 // sample collection, and exploring with every column built (logp, dist inputs, values,
 // GAE), batches discarded. "cpu-ratio" is the ratio of CPU times (see cpuTime).
 func BenchmarkRunner(b *testing.B) {
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
 		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
 			f := newFloor(b, p, runnerEnvs)
@@ -180,13 +174,7 @@ func BenchmarkRunner(b *testing.B) {
 // BenchmarkRunnerAllocs measures the runner alone (exploring, all columns, batches
 // discarded) for its allocations per env step.
 func BenchmarkRunnerAllocs(b *testing.B) {
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	r := newRunner(b, p, runnerEnvs, 0, true)
 	defer r.Close()
 	var dst envrunner.MultiAgentBatch
@@ -204,13 +192,7 @@ func BenchmarkRunnerAllocs(b *testing.B) {
 // its own goroutine (envrunner.Group, greedy, no samples), and reports the total env
 // steps/s. On a machine with 2 free cores, workers=2 should be close to twice workers=1.
 func BenchmarkRunnerWorkers(b *testing.B) {
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			runners := make([]*envrunner.Runner, workers)
@@ -282,13 +264,7 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 // (--explore=false) and explore with GAE (--gae: every column). It reports both steps/s and
 // their ratio.
 func BenchmarkSampleRun(b *testing.B) {
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
 		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
 			f := newFloor(b, p, runnerEnvs)
@@ -346,4 +322,17 @@ func BenchmarkSampleRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cartpoleMLP is the bundled CartPole MLP; the benchmark skips without ONNX Runtime.
+func cartpoleMLP(b *testing.B) *models.Policy {
+	b.Helper()
+	if err := inference.Init(); err != nil {
+		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
+	}
+	p, err := models.Bundled("cartpole_mlp")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/onnxrl/sampler/externalenv/client"
 	"github.com/onnxrl/sampler/externalenv/server"
 	"github.com/onnxrl/sampler/inference"
-	"github.com/onnxrl/sampler/models"
 )
 
 // servedPolicy is `sample serve` in-process over real loopback TCP (httptest): an
@@ -38,13 +37,7 @@ type servedPolicy struct {
 
 func serve(b *testing.B, maxEpisodes int, record bool, maxWait time.Duration) *servedPolicy {
 	b.Helper()
-	if err := inference.Init(); err != nil {
-		b.Skipf("ONNX Runtime not available (run `make onnxruntime`): %v", err)
-	}
-	p, err := models.Bundled("cartpole_mlp")
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := cartpoleMLP(b)
 	cp, err := classic.NewCartPole(nil)
 	if err != nil {
 		b.Fatal(err)
