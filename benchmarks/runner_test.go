@@ -262,7 +262,10 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 // group's batches are reused from round to round, as from batch to batch in one long run;
 // each round ends with the run's last, empty, partial batch). Modes: greedy
 // (--explore=false) and explore with GAE (--gae: every column). It reports both steps/s and
-// their ratio.
+// their ratio, and "take-ns/env-step": the runner's time in Take (rows moved from the
+// agents' trajectories into the batch columns, GAE) per env step over its life (warm-up
+// included), the share of the gap to the floor that building the batches costs at the
+// fragment's end (rows of episodes that end before it are moved in Step).
 func BenchmarkSampleRun(b *testing.B) {
 	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
@@ -317,6 +320,7 @@ func BenchmarkSampleRun(b *testing.B) {
 			b.ReportMetric(rs, "run-steps/s")
 			b.ReportMetric(rs/fs, "ratio")
 			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+			b.ReportMetric(r.PerfStats().MeanSampleOutputMs*1e6/runnerEnvs, "take-ns/env-step")
 			if rows == 0 {
 				b.Fatal("no rows built")
 			}
