@@ -84,6 +84,64 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 }
 
+// TestBatchesSizedOnce: the runner sizes its first batch for a fragment's steps and each
+// batch that comes back to it for a fragment like the last one, before filling it; in
+// truncate_episodes mode counting env steps with an agent per sub-environment, where every
+// fragment has the same rows, no column grows while it is filled (a grown column's capacity
+// would be rounded up past its length).
+func TestBatchesSizedOnce(t *testing.T) {
+	const envs, frag = 4, 8
+	for _, c := range allocCases() {
+		if c.cfg.BatchMode == envrunner.CompleteEpisodes || c.cfg.CountStepsBy == envrunner.AgentSteps {
+			continue // fragments of different rows
+		}
+		t.Run(c.name, func(t *testing.T) {
+			r := allocRunner(t, c, envs, frag)
+			for i := range 4 {
+				var mb envrunner.MultiAgentBatch // the runner fills the storage it got from the last one
+				require.NoError(t, r.Sample(&mb))
+				b := mb.PolicyBatches[envrunner.DefaultPolicyID]
+				require.Equal(t, envs*frag, b.Count)
+				for name, lc := range columnSizes(b) {
+					require.Equal(t, lc[0], lc[1], "batch %d: column %s has room for %d values, holds %d", i, name, lc[1], lc[0])
+				}
+			}
+		})
+	}
+}
+
+// columnSizes returns the length and capacity of every column of b that holds values
+// (seq_lens aside: a batch is not sized for it).
+func columnSizes(b *envrunner.SampleBatch) map[string][2]int {
+	m := map[string][2]int{}
+	add := func(name string, l, c int) {
+		if l > 0 {
+			m[name] = [2]int{l, c}
+		}
+	}
+	add("obs", len(b.Obs), cap(b.Obs))
+	add("new_obs", len(b.NewObs), cap(b.NewObs))
+	add("actions", len(b.Actions), cap(b.Actions))
+	add("rewards", len(b.Rewards), cap(b.Rewards))
+	add("terminateds", len(b.Terminateds), cap(b.Terminateds))
+	add("truncateds", len(b.Truncateds), cap(b.Truncateds))
+	add("eps_id", len(b.EpsID), cap(b.EpsID))
+	add("env_id", len(b.EnvID), cap(b.EnvID))
+	add("agent_index", len(b.AgentIndex), cap(b.AgentIndex))
+	add("agent_id", len(b.AgentID), cap(b.AgentID))
+	add("t", len(b.T), cap(b.T))
+	add("action_dist_inputs", len(b.ActionDistInputs), cap(b.ActionDistInputs))
+	add("action_logp", len(b.ActionLogp), cap(b.ActionLogp))
+	add("vf_preds", len(b.VfPreds), cap(b.VfPreds))
+	for k := range b.StateIn {
+		add(fmt.Sprintf("state_in_%d", k), len(b.StateIn[k]), cap(b.StateIn[k]))
+		add(fmt.Sprintf("state_out_%d", k), len(b.StateOut[k]), cap(b.StateOut[k]))
+	}
+	add("advantages", len(b.Advantages), cap(b.Advantages))
+	add("value_targets", len(b.ValueTargets), cap(b.ValueTargets))
+	return m
+}
+
 // BenchmarkSample measures Sample on CartPole-v1 with the bundled policy: env steps per
 // second and allocations per fragment.
 func BenchmarkSample(b *testing.B) {

@@ -250,6 +250,10 @@ func New(cfg Config) (*Runner, error) {
 	for _, p := range r.policies {
 		p.large = r.largeRows() * p.lay.stride
 	}
+	if r.collect && len(r.policies) == 1 { // a policy's first fragment has at least target rows
+		p := r.policies[0]
+		r.out.Policy(p.id).reserve(r.target, !p.random, p.hasValue, cfg.GAE != nil)
+	}
 	r.proto = r.pickProtocol()
 	r.idr, _ = cfg.Env.(env.EpisodeIDer)
 	col, _ := r.proto.(*columnProtocol)
@@ -339,8 +343,10 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 	dst.Reset()
 	r.out, *dst = *dst, r.out
 	for _, p := range r.policies {
-		r.out.Policy(p.id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
 		b := dst.Policy(p.id)
+		out := r.out.Policy(p.id)
+		out.setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+		out.reserve(b.Count, !p.random, p.hasValue, r.cfg.GAE != nil)
 		b.Model = nil
 		if p.conn != nil {
 			b.Model = p.conn.Policy
