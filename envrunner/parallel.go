@@ -14,7 +14,7 @@ import (
 type Group struct {
 	runners []*Runner
 	owner   map[*MultiAgentBatch]int
-	free    []chan *MultiAgentBatch // per runner, made by the first Run that builds batches
+	free    []*batchStack // per runner, made by the first Run that builds batches
 	running bool
 }
 
@@ -45,7 +45,7 @@ func (g *Group) Runners() []*Runner { return g.runners }
 // Release gives a batch handed to the sink back to its runner. It is safe to call from any
 // goroutine, once per batch.
 func (g *Group) Release(b *MultiAgentBatch) {
-	g.free[g.owner[b]] <- b
+	g.free[g.owner[b]].put(b)
 }
 
 // Run steps every runner on its own goroutine until each is Done (Config.MaxEnvSteps,
@@ -68,16 +68,16 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 		if per <= 0 {
 			per = 2
 		}
-		g.free = make([]chan *MultiAgentBatch, n)
+		g.free = make([]*batchStack, n)
 		for i, r := range g.runners {
-			g.free[i] = make(chan *MultiAgentBatch, per)
+			g.free[i] = newBatchStack(per)
 			if !r.collect {
 				continue
 			}
 			for range per {
 				b := &MultiAgentBatch{}
 				g.owner[b] = i
-				g.free[i] <- b
+				g.free[i].put(b)
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 			close(outs[i])
 			continue
 		}
-		outs[i] = make(chan *MultiAgentBatch, cap(g.free[i]))
+		outs[i] = make(chan *MultiAgentBatch, g.free[i].size())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,7 +103,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 				out = outs[i]
 				defer close(out)
 			}
-			var free chan *MultiAgentBatch
+			var free *batchStack
 			if out != nil {
 				free = g.free[i]
 			}
@@ -161,9 +161,9 @@ func (g *Group) CountAndRelease(batches, rows *int64) func(*MultiAgentBatch) err
 }
 
 // loop steps one runner until it is done or ctx is cancelled, sending full batches to out.
-func (g *Group) loop(ctx context.Context, r *Runner, free <-chan *MultiAgentBatch, out chan<- *MultiAgentBatch) error {
+func (g *Group) loop(ctx context.Context, r *Runner, free *batchStack, out chan<- *MultiAgentBatch) error {
 	take := func() {
-		b := <-free
+		b := free.get()
 		r.Take(b)
 		out <- b
 	}
