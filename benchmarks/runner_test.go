@@ -219,8 +219,9 @@ func BenchmarkRunnerWorkers(b *testing.B) {
 }
 
 // newSampleRunRunner builds the runner `sample run` builds for
-// `--env CartPole-v1 --num-envs 256` (one worker, fragment 200, truncate_episodes, env steps,
-// normalize_actions, one intra-op thread), greedy (--explore=false) or exploring with GAE
+// `--env CartPole-v1 --num-envs 256 --steps N` (one worker, fragment 200, truncate_episodes,
+// env steps, normalize_actions, one intra-op thread, every episode's metrics kept until
+// taken), greedy (--explore=false) or exploring with GAE
 // (--gae): a VectorEnv of registered CartPole-v1 environments through NewVectorBaseEnv.
 func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *envrunner.Runner {
 	v, err := env.NewVectorEnv(func(int) (env.Env, error) {
@@ -242,7 +243,7 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 			ObservationSpace: p.Spec.ObservationSpace, ActionSpace: p.Spec.ActionSpace,
 			Action:  connectors.ActionConfig{Explore: explore, NormalizeActions: true},
 			Session: inference.Options{Device: "cpu", IntraOpThreads: 1, InterOpThreads: 1}}},
-		FragmentLength: 200, CountStepsBy: envrunner.EnvSteps, BatchMode: envrunner.TruncateEpisodes}
+		FragmentLength: 200, CountStepsBy: envrunner.EnvSteps, BatchMode: envrunner.TruncateEpisodes, MaxMetrics: -1}
 	if explore {
 		cfg.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}
 	}
@@ -254,8 +255,8 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 }
 
 // BenchmarkSampleRun runs what `sample run --env CartPole-v1 --num-envs 256` runs without an
-// output file (a Group over the runner, a sink that counts each batch and releases it, so
-// every batch is built and handed over) against BenchmarkRunner's floor, interleaved in
+// output file (a Group over the runner, a sink that takes the episodes' metrics, counts each
+// batch and releases it, so every batch is built and handed over) against BenchmarkRunner's floor, interleaved in
 // rounds of two fragments (400 steps of every sub-environment) so that both see the same
 // machine (and "cpu-ratio", the same ratio of CPU times, steadier on a machine shared with
 // other work: see cpuTime). Each round is one Group.Run up to the round's env steps (the
@@ -278,7 +279,14 @@ func BenchmarkSampleRun(b *testing.B) {
 			var batches, rows int64
 			var steps int64
 			g := envrunner.NewGroup([]*envrunner.Runner{r}) // r is closed above
-			sink := g.CountAndRelease(&batches, &rows)      // sample run's sink without --out
+			count := g.CountAndRelease(&batches, &rows)     // sample run's sink without --out,
+			var ms []envrunner.RolloutMetrics               // after it takes the episodes' metrics
+			var episodes int
+			sink := func(mb *envrunner.MultiAgentBatch) error {
+				ms = g.Metrics(ms[:0])
+				episodes += len(ms)
+				return count(mb)
+			}
 			runRound := func() (time.Duration, time.Duration) {
 				steps += round * runnerEnvs
 				r.SetLimits(steps, 0)
@@ -321,8 +329,8 @@ func BenchmarkSampleRun(b *testing.B) {
 			b.ReportMetric(rs/fs, "ratio")
 			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
 			b.ReportMetric(r.PerfStats().MeanSampleOutputMs*1e6/runnerEnvs, "take-ns/env-step")
-			if rows == 0 {
-				b.Fatal("no rows built")
+			if rows == 0 || episodes == 0 {
+				b.Fatalf("%d rows built, %d episodes' metrics taken", rows, episodes)
 			}
 		})
 	}

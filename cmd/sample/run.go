@@ -289,8 +289,8 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
 			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
 		if f.steps > 0 || f.episodes > 0 {
-			// A run with an end keeps every episode's metrics for its summary; one without
-			// (sample worker) takes them with each batch.
+			// A run keeps every episode's metrics for its summary: a run of a number of
+			// episodes until the end, any other takes them with each batch (runRun).
 			rc.MaxMetrics = -1
 		}
 		r, err := envrunner.New(rc)
@@ -433,6 +433,15 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	// A run of a number of steps (or without an end) takes the runners' episode metrics with
+	// every batch into its totals: the runners keep a fragment's worth, however long the run.
+	// A run of a number of episodes keeps them all (as many as it asked for, and the faulty
+	// ones), to report exactly the first ones.
+	var totals episodeTotals
+	if f.episodes == 0 {
+		sink = withEpisodeTotals(s.group, &totals, sink)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	done := make(chan struct{})
@@ -461,7 +470,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if err := errors.Join(runErr, closeErr); err != nil {
 		return err
 	}
-	sum := summarize(s, elapsed)
+	sum := summarize(s, elapsed, &totals)
 	sum.Out, sum.Batches, sum.Rows = files, batches, rows
 	sum.Interrupted = ctx.Err() != nil
 	if f.jsonOut {
@@ -477,34 +486,23 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func summarize(s *runSetup, elapsed time.Duration) runSummary {
+// summarize reports the run. totals holds the episodes taken with the batches (a run of a
+// number of steps); the runners' metrics not taken yet are added here.
+func summarize(s *runSetup, elapsed time.Duration, totals *episodeTotals) runSummary {
 	f := s.f
 	c := s.group.Counters()
 	sum := runSummary{Env: f.env, Model: s.model, NumEnvs: f.numEnvs, Workers: f.workers, Explore: f.explore, Seed: f.seed,
 		EnvSteps: c.EnvSteps, AgentSteps: c.AgentSteps, FaultyEpisodes: c.FaultyEpisodes,
 		Seconds: elapsed.Seconds(), Perf: s.group.PerfStats()}
 	ms := s.group.Metrics(nil)
-	// Faulty episodes are counted (FaultyEpisodes) but left out of the summary, as RLlib's
-	// summarize_episodes does.
-	ms = slices.DeleteFunc(ms, func(m envrunner.RolloutMetrics) bool { return m.Faulty })
-	// With --episodes, exactly that many count (the runners stop starting episodes that
-	// count once their share started, so none is left out by its length).
-	if f.episodes > 0 && int64(len(ms)) > f.episodes {
-		ms = ms[:f.episodes]
+	if f.episodes > 0 {
+		// Exactly that many count (the runners stop starting episodes that count once their
+		// share started, so none is left out by its length).
+		ms = slices.DeleteFunc(ms, func(m envrunner.RolloutMetrics) bool { return m.Faulty })
+		ms = ms[:min(int64(len(ms)), f.episodes)]
 	}
-	sum.Episodes = int64(len(ms))
-	if len(ms) > 0 {
-		sum.EpisodeReturnMin, sum.EpisodeReturnMax = math.Inf(1), math.Inf(-1)
-		var ret, length float64
-		for _, m := range ms {
-			ret += m.EpisodeReturn
-			length += float64(m.EpisodeLength)
-			sum.EpisodeReturnMin = min(sum.EpisodeReturnMin, m.EpisodeReturn)
-			sum.EpisodeReturnMax = max(sum.EpisodeReturnMax, m.EpisodeReturn)
-		}
-		sum.EpisodeReturnMean = ret / float64(len(ms))
-		sum.EpisodeLenMean = length / float64(len(ms))
-	}
+	totals.add(ms)
+	totals.fill(&sum)
 	if elapsed > 0 {
 		sum.StepsPerSec = float64(c.EnvSteps) / elapsed.Seconds()
 	}
