@@ -17,17 +17,8 @@ import (
 // 1 MiB payload, as the publisher sends them): what a drain does per message before it
 // writes the rows. It reports rows/s and the stream's bytes per row.
 func BenchmarkDecode(b *testing.B) {
-	v, err := env.NewVectorEnv(func(int) (env.Env, error) {
-		e, err := env.Make("CartPole-v1", nil)
-		if err != nil {
-			return nil, err
-		}
-		return e.(env.Env), nil
-	}, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	be, err := env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(1)})
+	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("CartPole-v1", nil) },
+		env.BaseEnvOptions{NumEnvs: 64, Seed: env.WithSeed(1)})
 	if err != nil {
 		b.Fatal(err)
 	}

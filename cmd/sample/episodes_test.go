@@ -68,15 +68,8 @@ func TestEpisodeTotals(t *testing.T) {
 // the runners after the run (they would keep a whole run's otherwise), and the totals count
 // every episode once.
 func TestWithEpisodeTotals(t *testing.T) {
-	v, err := env.NewVectorEnv(func(int) (env.Env, error) {
-		e, err := env.Make("CartPole-v1", nil)
-		if err != nil {
-			return nil, err
-		}
-		return e.(env.Env), nil
-	}, 4)
-	require.NoError(t, err)
-	be, err := env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(2)})
+	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("CartPole-v1", nil) },
+		env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(2)})
 	require.NoError(t, err)
 	r, err := envrunner.New(envrunner.Config{Env: be, NumEnvs: 4, FragmentLength: 25, MaxEnvSteps: 4000, MaxMetrics: -1,
 		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {Random: true,
