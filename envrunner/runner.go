@@ -334,7 +334,9 @@ func (r *Runner) Ready() bool {
 // Take moves what is collected into dst (after resetting dst) and calls OnSampleResult: in
 // truncate_episodes mode every running episode is cut here; in complete_episodes mode dst
 // gets the episodes that ended. It does so whether or not the fragment is complete, so a
-// run's last partial fragment is taken the same way.
+// run's last partial fragment is taken the same way. dst's storage becomes the runner's for
+// the next fragment, sized at once for one like this (so that even a fresh dst each time
+// costs one allocation a column, not a doubling series).
 func (r *Runner) Take(dst *MultiAgentBatch) {
 	t0 := time.Now()
 	if !r.complete {
