@@ -250,9 +250,13 @@ func New(cfg Config) (*Runner, error) {
 	for _, p := range r.policies {
 		p.large = r.largeRows() * p.lay.stride
 	}
-	if r.collect && len(r.policies) == 1 { // a policy's first fragment has at least target rows
+	if r.collect && len(r.policies) == 1 {
+		// The first fragment of a single policy has at least target rows. At most
+		// firstReserve are reserved up front: an ExternalEnv's target (its most concurrent
+		// episodes times the fragment) may be far more than a short session collects, and a
+		// larger first fragment grows as it fills (Take sizes the later ones).
 		p := r.policies[0]
-		r.out.Policy(p.id).reserve(r.target, !p.random, p.hasValue, cfg.GAE != nil)
+		r.out.Policy(p.id).reserve(min(r.target, firstReserve), !p.random, p.hasValue, cfg.GAE != nil)
 	}
 	r.proto = r.pickProtocol()
 	r.idr, _ = cfg.Env.(env.EpisodeIDer)
@@ -264,6 +268,9 @@ func New(cfg Config) (*Runner, error) {
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
 	return r, nil
 }
+
+// firstReserve is the most rows New reserves for a runner's first fragment (see New).
+const firstReserve = 1 << 16
 
 func (r *Runner) closePolicies() error {
 	var errs []error
