@@ -102,19 +102,19 @@ func (b *SampleBatch) Reset() {
 func (b *SampleBatch) reserve(rows int, model, value, gae bool) {
 	columns := func(n int, cols ...*[]float32) {
 		for _, c := range cols {
-			reserve(c, n)
+			withRoom(c, n)
 		}
 	}
 	columns(rows*b.ObsWidth, &b.Obs, &b.NewObs)
 	columns(rows*b.ActionWidth, &b.Actions)
 	columns(rows, &b.Rewards)
-	reserve(&b.Terminateds, rows)
-	reserve(&b.Truncateds, rows)
-	reserve(&b.EpsID, rows)
-	reserve(&b.EnvID, rows)
-	reserve(&b.AgentIndex, rows)
-	reserve(&b.AgentID, rows)
-	reserve(&b.T, rows)
+	withRoom(&b.Terminateds, rows)
+	withRoom(&b.Truncateds, rows)
+	withRoom(&b.EpsID, rows)
+	withRoom(&b.EnvID, rows)
+	withRoom(&b.AgentIndex, rows)
+	withRoom(&b.AgentID, rows)
+	withRoom(&b.T, rows)
 	if model {
 		columns(rows*b.DistWidth, &b.ActionDistInputs)
 		columns(rows, &b.ActionLogp)
@@ -130,8 +130,8 @@ func (b *SampleBatch) reserve(rows int, model, value, gae bool) {
 	}
 }
 
-// reserve gives the empty slice *s a capacity of at least n.
-func reserve[T any](s *[]T, n int) {
+// withRoom gives the empty slice *s a capacity of at least n.
+func withRoom[T any](s *[]T, n int) {
 	if len(*s) == 0 && cap(*s) < n {
 		*s = make([]T, 0, n)
 	}

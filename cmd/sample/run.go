@@ -289,8 +289,9 @@ func buildRun(f *runFlags) (_ *runSetup, err error) {
 			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
 			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
 		if f.steps > 0 || f.episodes > 0 {
-			// A run keeps every episode's metrics for its summary: a run of a number of
-			// episodes until the end, any other takes them with each batch (runRun).
+			// Every episode's metrics reach the summary: a run of a number of episodes keeps
+			// them until the end, any other takes them with each batch (runRun), so that its
+			// runners hold a fragment's worth.
 			rc.MaxMetrics = -1
 		}
 		r, err := envrunner.New(rc)
