@@ -198,14 +198,7 @@ func appendRows(dst []byte, key string, col []float32, n, w int) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, '[')
-		for j, v := range col[i*w : i*w+w] {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonappend.Float32Real(dst, v)
-		}
-		dst = append(dst, ']')
+		dst = appendReals(dst, col[i*w:i*w+w])
 	}
 	return append(dst, ']')
 }
@@ -235,14 +228,7 @@ func appendNextRows(dst []byte, key string, col, obs []float32, n, w, obsAt int)
 			}
 			next = end + 1
 		}
-		dst = append(dst, '[')
-		for j, v := range row {
-			if j > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonappend.Float32Real(dst, v)
-		}
-		dst = append(dst, ']')
+		dst = appendReals(dst, row)
 	}
 	return append(dst, ']')
 }
@@ -309,13 +295,17 @@ func appendIntValue(dst []byte, v float32) []byte {
 }
 
 func appendFloats(dst []byte, key string, col []float32) []byte {
-	dst = append(dst, key...)
+	return appendReals(append(dst, key...), col)
+}
+
+// appendReals writes v as a JSON list of reals (jsonappend.Float32Real: 1.0, not 1).
+func appendReals(dst []byte, v []float32) []byte {
 	dst = append(dst, '[')
-	for i, v := range col {
+	for i, x := range v {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonappend.Float32Real(dst, v)
+		dst = jsonappend.Float32Real(dst, x)
 	}
 	return append(dst, ']')
 }
