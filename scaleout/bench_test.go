@@ -8,7 +8,6 @@ import (
 	"github.com/onnxrl/sampler/env"
 	_ "github.com/onnxrl/sampler/env/classic" // registers CartPole-v1
 	"github.com/onnxrl/sampler/envrunner"
-	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -33,12 +32,7 @@ func BenchmarkDecode(b *testing.B) {
 	if err := r.Sample(&m); err != nil {
 		b.Fatal(err)
 	}
-	var bd arrowbatch.Builder
-	rec, ok, err := bd.Build(&m, nil)
-	if err != nil || !ok {
-		b.Fatal(ok, err)
-	}
-	defer rec.Release()
+	rec := record(b, &m, nil)
 	e := partEncoder{limit: 1<<20 - 1024}
 	parts, err := e.encode(rec, m.EnvSteps)
 	if err != nil {

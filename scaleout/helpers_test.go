@@ -5,11 +5,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 	"github.com/onnxrl/sampler/spaces"
 )
+
+// record builds m's Arrow record (with metadata meta), released when the test ends.
+func record(tb testing.TB, m *envrunner.MultiAgentBatch, meta map[string]string) arrow.RecordBatch {
+	tb.Helper()
+	var bd arrowbatch.Builder
+	rec, ok, err := bd.Build(m, meta)
+	if err != nil || !ok {
+		tb.Fatal(ok, err)
+	}
+	tb.Cleanup(rec.Release)
+	return rec
+}
 
 // testBatch returns a CartPole-shaped batch of n rows whose eps_id are first, first+1, ...
 // (one row per episode, so every row is told apart by its eps_id) and one env step per row.

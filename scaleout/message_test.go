@@ -9,17 +9,10 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/nats-io/nats.go"
-	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 )
 
 func TestEncodePartsSplit(t *testing.T) {
-	var bd arrowbatch.Builder
-	m := testBatch(0, 1000)
-	rec, ok, err := bd.Build(m, nil)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	defer rec.Release()
+	rec := record(t, testBatch(0, 1000), nil)
 	e := partEncoder{limit: 8 << 10}
 	parts, err := e.encode(rec, 777)
 	if err != nil {
@@ -65,11 +58,7 @@ func itoa(n int) string {
 // FuzzDecode: whatever arrives on the stream, Decode returns an error or a batch, never a
 // panic.
 func FuzzDecode(f *testing.F) {
-	var bd arrowbatch.Builder
-	rec, _, err := bd.Build(testBatch(0, 3), map[string]string{"k": "v"})
-	if err != nil {
-		f.Fatal(err)
-	}
+	rec := record(f, testBatch(0, 3), map[string]string{"k": "v"})
 	e := partEncoder{limit: 1 << 20}
 	parts, err := e.encode(rec, 3)
 	if err != nil {
@@ -86,12 +75,7 @@ func FuzzDecode(f *testing.F) {
 // TestPartEncoderReuses: once warm, a batch is split at the first try (the last batch's bytes
 // per row guess the parts) into the buffers given back, with the same bytes.
 func TestPartEncoderReuses(t *testing.T) {
-	var bd arrowbatch.Builder
-	rec, ok, err := bd.Build(testBatch(0, 1000), nil)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	defer rec.Release()
+	rec := record(t, testBatch(0, 1000), nil)
 	e := partEncoder{limit: 8 << 10}
 	warm, err := e.encode(rec, 1000) // buffers sized by a guess of bytes per row
 	if err != nil {
@@ -135,12 +119,7 @@ func TestPartEncoderReuses(t *testing.T) {
 // TestDecodeRefusesHugeBuffer: a compressed buffer whose stated uncompressed size is far
 // beyond what the message can hold is an error, not an attempt to allocate it.
 func TestDecodeRefusesHugeBuffer(t *testing.T) {
-	var bd arrowbatch.Builder
-	rec, ok, err := bd.Build(testBatch(0, 1000), nil)
-	if err != nil || !ok {
-		t.Fatal(err)
-	}
-	defer rec.Release()
+	rec := record(t, testBatch(0, 1000), nil)
 	e := partEncoder{limit: 8 << 20}
 	parts, err := e.encode(rec, 1000)
 	if err != nil || len(parts) != 1 {
