@@ -43,13 +43,15 @@ func (e *episodeTotals) fill(s *runSummary) {
 	s.EpisodeReturnMin, s.EpisodeReturnMax = e.minRet, e.maxRet
 }
 
-// withEpisodeTotals returns sink, preceded by taking the group's episode metrics into totals:
-// with it the runners keep the metrics of a fragment's episodes, not of a whole run's.
-func withEpisodeTotals(g *envrunner.Group, totals *episodeTotals, sink func(*envrunner.MultiAgentBatch) error) func(*envrunner.MultiAgentBatch) error {
+// takingMetrics returns sink, preceded by taking the group's ended episodes' metrics into
+// add: the runners then keep a fragment's worth, not a whole run's (sample run's totals, a
+// worker that runs for days).
+func takingMetrics(g *envrunner.Group, add func([]envrunner.RolloutMetrics), sink func(*envrunner.MultiAgentBatch) error) func(*envrunner.MultiAgentBatch) error {
 	var ms []envrunner.RolloutMetrics
 	return func(b *envrunner.MultiAgentBatch) error {
 		ms = g.Metrics(ms[:0])
-		totals.add(ms)
+		add(ms)
+		clear(ms) // no references kept to the episodes' maps and slices
 		return sink(b)
 	}
 }

@@ -64,10 +64,10 @@ func TestEpisodeTotals(t *testing.T) {
 	assert.Equal(t, runSummary{Episodes: 2, EpisodeReturnMean: 2, EpisodeLenMean: 3, EpisodeReturnMin: 1, EpisodeReturnMax: 3}, s)
 }
 
-// TestWithEpisodeTotals: the sink takes the metrics with every batch, so none are left in
+// TestTakingMetrics: the sink takes the metrics with every batch, so none are left in
 // the runners after the run (they would keep a whole run's otherwise), and the totals count
 // every episode once.
-func TestWithEpisodeTotals(t *testing.T) {
+func TestTakingMetrics(t *testing.T) {
 	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("CartPole-v1", nil) },
 		env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(2)})
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestWithEpisodeTotals(t *testing.T) {
 	defer g.Close()
 	var totals episodeTotals
 	var batches, rows int64
-	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: withEpisodeTotals(g, &totals, g.CountAndRelease(&batches, &rows))}))
+	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: takingMetrics(g, totals.add, g.CountAndRelease(&batches, &rows))}))
 	assert.Empty(t, g.Metrics(nil), "metrics left in the runner")
 	require.Greater(t, totals.n, int64(50))
 	assert.Equal(t, g.Counters().Episodes, totals.n)

@@ -440,7 +440,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	// ones), to report exactly the first ones.
 	var totals episodeTotals
 	if f.episodes == 0 {
-		sink = withEpisodeTotals(s.group, &totals, sink)
+		sink = takingMetrics(s.group, totals.add, sink)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

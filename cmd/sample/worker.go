@@ -208,13 +208,7 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 		return nil
 	}
 	pid := envrunner.DefaultPolicyID
-	var ended []envrunner.RolloutMetrics
 	sink := func(b *envrunner.MultiAgentBatch) error {
-		// The runners keep the metrics of ended episodes until asked: taken with every
-		// batch, they cost a worker that runs for days no memory.
-		ended = w.setup.group.Metrics(ended[:0])
-		w.metrics.ended(ended)
-		clear(ended)
 		if b.Rows() == 0 {
 			w.setup.group.Release(b)
 			return nil
@@ -235,7 +229,9 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 		w.writtenRows += rows
 		return nil
 	}
-	return w.setup.group.Run(ctx, envrunner.GroupOptions{Sink: sink})
+	// The runners keep the metrics of ended episodes until asked: taken with every batch,
+	// they cost a worker that runs for days no memory.
+	return w.setup.group.Run(ctx, envrunner.GroupOptions{Sink: takingMetrics(w.setup.group, w.metrics.ended, sink)})
 }
 
 // watch takes every new version of the policy, from the bucket's watch and, as a fallback,
