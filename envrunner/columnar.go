@@ -1,9 +1,6 @@
 package envrunner
 
-import (
-	"github.com/onnxrl/sampler/env"
-	"github.com/onnxrl/sampler/internal/prefetch"
-)
+import "github.com/onnxrl/sampler/env"
 
 // columnProtocol drives an env.Columnar environment (a VectorEnv's sub-environments, one
 // agent each) through its shared columns: observations, rewards and flags are read from
@@ -156,7 +153,6 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 			// The transition's reward (its end flags stay 0: not done).
 			a.tr[a.n*stride+rew] = float32(reward)
 			a.n++
-			prefetch.Float32(a.tr, len(a.tr)+stride-1) // a.prefetchRow, inline
 		}
 		// The row extends the policy's column run where it can (no row of its own).
 		if run := &p.run; len(infer) == 0 && (run.n == 0 || run.first+run.n == e) {

@@ -1,10 +1,6 @@
 package envrunner
 
-import (
-	"math"
-
-	"github.com/onnxrl/sampler/internal/grow"
-)
+import "github.com/onnxrl/sampler/internal/grow"
 
 // cut emits the complete transitions of every listed record into r.out and keeps, of the
 // running ones, the last observation and pending action. When the step that filled the
@@ -18,10 +14,7 @@ func (r *Runner) cut() {
 	r.out.EnvSteps += r.sinceCutEnv - left
 	leftAgent := 0
 	kept := r.listed[:0]
-	for i, a := range r.listed {
-		if i+1 < len(r.listed) {
-			r.prefetched ^= prefetchTrajectory(r.listed[i+1].tr)
-		}
+	for _, a := range r.listed {
 		k := a.n
 		if a.cutAt > 0 {
 			k = int(a.cutAt) - 1
@@ -44,18 +37,6 @@ func (r *Runner) cut() {
 	clear(r.listed[len(kept):])
 	r.listed = kept
 	r.sinceCutEnv, r.sinceCutAgent = left, leftAgent
-}
-
-// prefetchTrajectory loads one value of every cache line of tr and returns their bits combined. Run over
-// the next record's trajectory before a record is emitted, it fetches those rows (cold after a
-// fragment's worth of steps) in one burst of independent loads, many in flight at once,
-// rather than one stream at the pace of emit's reads.
-func prefetchTrajectory(tr []float32) uint32 {
-	var x uint32
-	for i := 0; i < len(tr); i += 16 {
-		x ^= math.Float32bits(tr[i])
-	}
-	return x
 }
 
 // emit appends the record's complete transitions to its policy's batch in r.out, with GAE

@@ -152,9 +152,6 @@ type Runner struct {
 
 	runHook func() error // tests: called after each successful model run; an error fails it
 
-	// prefetched keeps the loads of prefetchTrajectory alive (its value means nothing).
-	prefetched uint32
-
 	stepCB bool // OnEpisodeStep is called (cb.step != nil)
 
 	swaps        swaps       // SwapPolicy's models waiting for a batch boundary
