@@ -196,3 +196,29 @@ func TestAgentReturnsDoNotAlias(t *testing.T) {
 		require.Equal(t, want[i], ms[i].AgentReturns[:3], "episode %d", i)
 	}
 }
+
+// TestTakeDropsStaleAgentIDs: the agent ids a batch held when it was given to Take are gone
+// from its storage by the time the runner hands that storage back filled (Take leaves them
+// for the fragment's rows to write over and clears the rest), and Reset clears them.
+func TestTakeDropsStaleAgentIDs(t *testing.T) {
+	const envs, frag, stale = 4, 8, 100
+	r := allocRunner(t, allocCases()[0], envs, frag)
+	var mb envrunner.MultiAgentBatch
+	old := mb.Policy(envrunner.DefaultPolicyID)
+	for range stale {
+		old.AgentID = append(old.AgentID, "stale")
+	}
+	storage := old.AgentID[:cap(old.AgentID)]
+	require.NoError(t, r.Sample(&mb)) // the stale storage becomes the runner's
+	var next envrunner.MultiAgentBatch
+	require.NoError(t, r.Sample(&next)) // and comes back filled
+	b := next.PolicyBatches[envrunner.DefaultPolicyID]
+	require.Equal(t, envs*frag, b.Count)
+	require.Same(t, &storage[0], &b.AgentID[:1][0], "the runner filled the storage it was given")
+	require.NotContains(t, storage, "stale")
+	for _, id := range b.AgentID {
+		require.Equal(t, env.DefaultAgentID, id)
+	}
+	b.Reset()
+	require.Equal(t, make([]string, len(storage)), storage)
+}

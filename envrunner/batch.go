@@ -74,15 +74,29 @@ type SampleBatch struct {
 	// Postprocessing (GAE) columns, empty unless the runner computes them.
 	Advantages   []float32
 	ValueTargets []float32
+
+	// staleIDs is how many values of AgentID's storage may still hold ids that empty left
+	// there (see empty).
+	staleIDs int
 }
 
 // Reset empties the batch, keeping its storage.
 func (b *SampleBatch) Reset() {
+	b.empty()
+	b.dropStaleIDs() // the ids may come from an environment that is gone
+}
+
+// empty sets every column's length to 0, keeping the storage. The agent ids stay in
+// AgentID's storage (staleIDs of them) until dropStaleIDs: a runner that fills the batch
+// writes the next fragment's ids over them first, and clears only what is left (most
+// fragments, nothing), rather than clearing every id a fragment for the collector's sake
+// (16 bytes a row, about 1 ns of Take's 14 a row).
+func (b *SampleBatch) empty() {
 	b.Count = 0
 	b.Obs, b.NewObs, b.Actions = b.Obs[:0], b.NewObs[:0], b.Actions[:0]
 	b.Rewards, b.Terminateds, b.Truncateds = b.Rewards[:0], b.Terminateds[:0], b.Truncateds[:0]
 	b.EpsID, b.EnvID, b.AgentIndex, b.T = b.EpsID[:0], b.EnvID[:0], b.AgentIndex[:0], b.T[:0]
-	clear(b.AgentID) // the ids may come from an environment that is gone
+	b.staleIDs = max(b.staleIDs, len(b.AgentID))
 	b.AgentID = b.AgentID[:0]
 	b.ActionDistInputs, b.ActionLogp, b.VfPreds = b.ActionDistInputs[:0], b.ActionLogp[:0], b.VfPreds[:0]
 	for k := range b.StateIn {
@@ -91,6 +105,15 @@ func (b *SampleBatch) Reset() {
 	}
 	b.SeqLens = b.SeqLens[:0]
 	b.Advantages, b.ValueTargets = b.Advantages[:0], b.ValueTargets[:0]
+}
+
+// dropStaleIDs clears the agent ids that empty left in AgentID's storage beyond its length,
+// so that the batch no longer keeps them (nor what they point into) alive.
+func (b *SampleBatch) dropStaleIDs() {
+	if n := len(b.AgentID); b.staleIDs > n {
+		clear(b.AgentID[n:b.staleIDs])
+	}
+	b.staleIDs = 0
 }
 
 // reserve gives the columns of an empty batch, laid out by setLayout, room for rows rows:
@@ -232,6 +255,14 @@ func (m *MultiAgentBatch) Reset() {
 	m.EnvSteps, m.AgentSteps = 0, 0
 	for _, b := range m.PolicyBatches {
 		b.Reset()
+	}
+}
+
+// empty empties every policy batch as SampleBatch.empty does, for a runner to fill.
+func (m *MultiAgentBatch) empty() {
+	m.EnvSteps, m.AgentSteps = 0, 0
+	for _, b := range m.PolicyBatches {
+		b.empty()
 	}
 }
 

@@ -335,7 +335,7 @@ func (r *Runner) Ready() bool {
 	return r.sinceCutEnv >= r.target
 }
 
-// Take moves what is collected into dst (after resetting dst) and calls OnSampleResult: in
+// Take moves what is collected into dst (after emptying dst) and calls OnSampleResult: in
 // truncate_episodes mode every running episode is cut here; in complete_episodes mode dst
 // gets the episodes that ended. It does so whether or not the fragment is complete, so a
 // run's last partial fragment is taken the same way. dst's storage becomes the runner's for
@@ -346,8 +346,11 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 	if !r.complete {
 		r.cut()
 	}
-	dst.Reset()
+	dst.empty()
 	r.out, *dst = *dst, r.out
+	for _, b := range dst.PolicyBatches {
+		b.dropStaleIDs() // what the fragment's rows did not write over
+	}
 	for _, p := range r.policies {
 		b := dst.Policy(p.id)
 		out := r.out.Policy(p.id)
