@@ -1,6 +1,9 @@
 package envrunner
 
-import "github.com/onnxrl/sampler/internal/grow"
+import (
+	"github.com/onnxrl/sampler/internal/grow"
+	"github.com/onnxrl/sampler/internal/prefetch"
+)
 
 // cut emits the complete transitions of every listed record into r.out and keeps, of the
 // running ones, the last observation and pending action. When the step that filled the
@@ -14,7 +17,12 @@ func (r *Runner) cut() {
 	r.out.EnvSteps += r.sinceCutEnv - left
 	leftAgent := 0
 	kept := r.listed[:0]
-	for _, a := range r.listed {
+	for i, a := range r.listed {
+		if i+1 < len(r.listed) {
+			// The next record's trajectory, cold after a fragment's worth of steps, comes
+			// in while this one is emitted (-0.8 ns/env-step of Take's 14).
+			prefetch.Float32s(r.listed[i+1].tr)
+		}
 		k := a.n
 		if a.cutAt > 0 {
 			k = int(a.cutAt) - 1

@@ -1,12 +1,15 @@
-// Package prefetch asks the CPU to start fetching a cache line that a hot loop is about to
-// write, without waiting for it.
+// Package prefetch asks the CPU to start fetching cache lines that a hot loop is about to
+// write or read, without waiting for them.
 //
 // A store to a line that is not in the cache waits for the line in the store buffer, and a
 // loop whose stores keep missing (one row a step into each of hundreds of per-agent
 // buffers, say) runs at the pace of memory with only the store buffer's worth of misses in
-// flight. A prefetch is a hint: it does not block, it cannot fault, and the CPU may ignore
-// it; issued one step ahead, the line is there by the time it is written. On amd64 it is
-// one instruction (PREFETCHT0); elsewhere it does nothing (the only cost is a slower loop:
+// flight. A loop that reads a cold buffer waits likewise, line by line. A prefetch is a
+// hint: it does not block, it cannot fault, and the CPU may ignore it; issued ahead (a
+// step, or a buffer, before the use), the lines are there by the time they are used. A
+// loop of loads would fetch them too, but each load holds its place in the CPU's queues
+// until its line arrives, and the work after it waits. On amd64 a prefetch is one
+// instruction (PREFETCHT0); elsewhere it does nothing (the only cost is a slower loop:
 // assembly this project cannot run in CI is not shipped).
 package prefetch
 
@@ -18,5 +21,12 @@ import "unsafe"
 func Float32(s []float32, i int) {
 	if uint(i) < uint(cap(s)) {
 		line(unsafe.Pointer(&s[:cap(s)][i]))
+	}
+}
+
+// Float32s prefetches every line of s (its length, not its capacity).
+func Float32s(s []float32) {
+	if len(s) > 0 {
+		lines(unsafe.Pointer(&s[0]), uintptr(len(s))*4)
 	}
 }

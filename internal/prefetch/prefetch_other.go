@@ -5,3 +5,5 @@ package prefetch
 import "unsafe"
 
 func line(unsafe.Pointer) {}
+
+func lines(unsafe.Pointer, uintptr) {}

@@ -19,6 +19,27 @@ func TestFloat32Indices(t *testing.T) {
 	}
 }
 
+// TestFloat32sLengths: slices of every length up to a few lines, at every offset within a
+// line, the empty and nil ones; none panics or changes the values.
+func TestFloat32sLengths(t *testing.T) {
+	buf := make([]float32, 200)
+	for i := range buf {
+		buf[i] = float32(i)
+	}
+	Float32s(nil)
+	Float32s(buf[:0])
+	for off := range 16 {
+		for n := range 64 {
+			Float32s(buf[off : off+n])
+		}
+	}
+	for i, v := range buf {
+		if v != float32(i) {
+			t.Fatalf("buf[%d] = %v", i, v)
+		}
+	}
+}
+
 func BenchmarkFloat32(b *testing.B) {
 	s := make([]float32, 0, 1<<16)
 	for i := range b.N {
