@@ -256,17 +256,19 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 
 // BenchmarkSampleRun runs what `sample run --env CartPole-v1 --num-envs 256` runs without an
 // output file (a Group over the runner, a sink that takes the episodes' metrics, counts each
-// batch and releases it, so every batch is built and handed over) against BenchmarkRunner's floor, interleaved in
-// rounds of two fragments (400 steps of every sub-environment) so that both see the same
-// machine (and "cpu-ratio", the same ratio of CPU times, steadier on a machine shared with
-// other work: see cpuTime). Each round is one Group.Run up to the round's env steps (the
-// group's batches are reused from round to round, as from batch to batch in one long run;
-// each round ends with the run's last, empty, partial batch). Modes: greedy
-// (--explore=false) and explore with GAE (--gae: every column). It reports both steps/s and
-// their ratio, and "take-ns/env-step": the runner's time in Take (rows moved from the
-// agents' trajectories into the batch columns, GAE) per env step over its life (warm-up
-// included), the share of the gap to the floor that building the batches costs at the
-// fragment's end (rows of episodes that end before it are moved in Step).
+// batch and releases it, so every batch is built and handed over) against BenchmarkRunner's
+// floor, interleaved in rounds of two fragments (400 steps of every sub-environment) so that
+// both see the same machine (and "cpu-ratio", the same ratio of CPU times, steadier on a
+// machine shared with other work: see cpuTime). Each round is one Group.Run up to the
+// round's env steps (the group's batches are reused from round to round, as from batch to
+// batch in one long run; each round ends with the run's last, empty, partial batch). Modes:
+// greedy (--explore=false) and explore with GAE (--gae: every column). It reports both
+// steps/s and their ratio; over the timed rounds, "take-ns/env-step", the runner's time in
+// Take (every row moved from the agents' trajectories into the batch columns, GAE: in
+// truncate_episodes mode all of it happens there) per env step, the share of the gap to
+// the floor that building the batches costs at the fragment's end; and the runner's and the
+// floor's inference time per env step (the same model, batch and session options: they
+// should match).
 func BenchmarkSampleRun(b *testing.B) {
 	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
@@ -306,7 +308,8 @@ func BenchmarkSampleRun(b *testing.B) {
 			}
 			var floorT, runT, floorCPU, runCPU time.Duration
 			var floorSteps int
-			c0 := r.Counters()
+			c0, p0 := r.Counters(), r.PerfStats()
+			f.runT = 0
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -328,7 +331,15 @@ func BenchmarkSampleRun(b *testing.B) {
 			b.ReportMetric(rs, "run-steps/s")
 			b.ReportMetric(rs/fs, "ratio")
 			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
-			b.ReportMetric(r.PerfStats().MeanSampleOutputMs*1e6/runnerEnvs, "take-ns/env-step")
+			// The runner's phases over the timed rounds: PerfStats are means over its steps.
+			c1, p1 := r.Counters(), r.PerfStats()
+			phase := func(ms func(envrunner.PerfStats) float64) float64 {
+				total := ms(p1)*float64(c1.Steps) - ms(p0)*float64(c0.Steps) // ms
+				return total * 1e6 / float64(runSteps)
+			}
+			b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanSampleOutputMs }), "take-ns/env-step")
+			b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanInferenceMs }), "run-inference-ns/env-step")
+			b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
 			if rows == 0 || episodes == 0 {
 				b.Fatalf("%d rows built, %d episodes' metrics taken", rows, episodes)
 			}
