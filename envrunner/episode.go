@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/onnxrl/sampler/env"
-	"github.com/onnxrl/sampler/internal/prefetch"
 )
 
 // Episode is one episode of one sub-environment, as callbacks see it (RLlib's Episode).
@@ -334,16 +333,6 @@ func (a *agentRec) newRow() []float32 {
 	}
 	a.tr = a.tr[:n+s]
 	return a.tr[n:]
-}
-
-// prefetchRow starts fetching the end of the row that newRow appends next, which the step
-// writes after the model's run (the row protocol's observe). A record gains a row a step, so
-// that row's line is usually one no step has touched since the last cut. It was measured on
-// the columnar path (+0.015 on BenchmarkRunner's explore ratio, when that path called it
-// too); since batches are sized once and reused last-in first-out, the columnar path runs
-// faster without it (about 1 ns a row in Step) and no longer calls it.
-func (a *agentRec) prefetchRow() {
-	prefetch.Float32(a.tr, len(a.tr)+a.pol.lay.stride-1)
 }
 
 // clearTrajectory drops all kept data.

@@ -148,7 +148,6 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
 			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
 			a.n++
-			a.prefetchRow()
 		}
 	}
 	a.done = done

@@ -1,11 +1,5 @@
 #include "textflag.h"
 
-// func line(p unsafe.Pointer)
-TEXT ·line(SB), NOSPLIT, $0-8
-	MOVQ p+0(FP), AX
-	PREFETCHT0 (AX)
-	RET
-
 // func lines(p unsafe.Pointer, n uintptr)
 TEXT ·lines(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), AX

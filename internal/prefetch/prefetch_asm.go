@@ -4,11 +4,6 @@ package prefetch
 
 import "unsafe"
 
-// line prefetches the cache line holding p. Implemented in assembly.
-//
-//go:noescape
-func line(p unsafe.Pointer)
-
 // lines prefetches every cache line that holds a byte of the n bytes at p (n > 0).
 // Implemented in assembly.
 //

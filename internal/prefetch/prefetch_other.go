@@ -4,6 +4,4 @@ package prefetch
 
 import "unsafe"
 
-func line(unsafe.Pointer) {}
-
 func lines(unsafe.Pointer, uintptr) {}
