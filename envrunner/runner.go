@@ -253,7 +253,7 @@ func New(cfg Config) (*Runner, error) {
 		// episodes times the fragment) may be far more than a short session collects, and a
 		// larger first fragment grows as it fills (Take sizes the later ones).
 		p := r.policies[0]
-		r.out.Policy(p.id).reserve(min(r.target, firstReserve), !p.random, p.hasValue, cfg.GAE != nil)
+		r.reserve(r.out.Policy(p.id), p, min(r.target, firstReserve))
 	}
 	r.proto = r.pickProtocol()
 	r.idr, _ = cfg.Env.(env.EpisodeIDer)
@@ -268,6 +268,11 @@ func New(cfg Config) (*Runner, error) {
 
 // firstReserve is the most rows New reserves for a runner's first fragment (see New).
 const firstReserve = 1 << 16
+
+// reserve gives b, policy p's batch, room for rows rows of the columns the runner fills.
+func (r *Runner) reserve(b *SampleBatch, p *policy, rows int) {
+	b.reserve(rows, !p.random, p.hasValue, r.cfg.GAE != nil)
+}
 
 func (r *Runner) closePolicies() error {
 	var errs []error
@@ -355,7 +360,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		b := dst.Policy(p.id)
 		out := r.out.Policy(p.id)
 		out.setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
-		out.reserve(b.Count, !p.random, p.hasValue, r.cfg.GAE != nil)
+		r.reserve(out, p, b.Count)
 		b.Model = nil
 		if p.conn != nil {
 			b.Model = p.conn.Policy
