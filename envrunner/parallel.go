@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 )
 
@@ -198,6 +199,12 @@ func (g *Group) CountAndRelease(batches, rows *int64) func(*MultiAgentBatch) err
 // free and handing it to deliver, and last the run's partial batch (nil deliver: no batches
 // are built).
 func (g *Group) loop(ctx context.Context, r *Runner, free *batchStack, deliver func(*MultiAgentBatch)) error {
+	// The goroutine keeps its thread while it steps the runner. Unlocked, the scheduler's
+	// preemption of a goroutine that runs for 10 ms may resume it on another thread, and so
+	// on another core, whose caches hold none of the runner's data: over runs of 20
+	// fragments, locked stepping took 3-4% less CPU and wall time (the commit's figures).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	take := func() {
 		b := free.get()
 		r.Take(b)
