@@ -11,7 +11,8 @@ import (
 // Group runs several runners at once, each on its own goroutine with its own environment
 // shard, sessions and random source (more cores mean more runners, never a shared lock per
 // step), and merges their batches in a fixed order so that a run's output does not depend
-// on timing. A group of one runner steps it on the goroutine that calls Run.
+// on timing. A group of one runner steps it on the goroutine that calls Run. While a
+// goroutine steps a runner, it is locked to its thread (runtime.LockOSThread; see loop).
 type Group struct {
 	runners []*Runner
 	owner   map[*MultiAgentBatch]int
