@@ -12,7 +12,8 @@ import (
 // shard, sessions and random source (more cores mean more runners, never a shared lock per
 // step), and merges their batches in a fixed order so that a run's output does not depend
 // on timing. A group of one runner steps it on the goroutine that calls Run. While a
-// goroutine steps a runner, it is locked to its thread (runtime.LockOSThread; see loop).
+// goroutine steps a runner of a VectorBaseEnv, whose steps never wait, it is locked to its
+// thread (runtime.LockOSThread; see loop).
 type Group struct {
 	runners []*Runner
 	owner   map[*MultiAgentBatch]int
@@ -201,12 +202,17 @@ func (g *Group) CountAndRelease(batches, rows *int64) func(*MultiAgentBatch) err
 // free and handing it to deliver, and last the run's partial batch (nil deliver: no batches
 // are built).
 func (g *Group) loop(ctx context.Context, r *Runner, free *batchStack, deliver func(*MultiAgentBatch)) error {
-	// The goroutine keeps its thread while it steps the runner. Unlocked, the scheduler's
-	// preemption of a goroutine that runs for 10 ms may resume it on another thread, and so
-	// on another core, whose caches hold none of the runner's data: over runs of 20
-	// fragments, locked stepping took 3-4% less CPU and wall time (the commit's figures).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// A runner whose steps never wait keeps its thread while it steps. Unlocked, the
+	// scheduler's preemption of a goroutine that runs for 10 ms may resume it on another
+	// thread, and so on another core, whose caches hold none of the runner's data: over
+	// runs of 20 fragments, locked stepping took 3-4% less CPU and wall time. A runner
+	// whose steps wait for other goroutines (a RemoteVectorEnv's) stays unlocked: each
+	// wake-up of a locked goroutine is a hand-off between threads (sample run --remote
+	// with 8 sub-environments ran at half the speed).
+	if r.neverWaits() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	take := func() {
 		b := free.get()
 		r.Take(b)

@@ -31,6 +31,14 @@ type envProtocol interface {
 	withdraw(p *policy)
 }
 
+// neverWaits reports whether r's steps run entirely on the goroutine that calls Step: under
+// the columnar protocol (a VectorBaseEnv) every sub-environment steps in the call, and no
+// step waits for another goroutine, as a RemoteVectorEnv's or an ExternalEnv's do.
+func (r *Runner) neverWaits() bool {
+	_, ok := r.proto.(*columnProtocol)
+	return ok
+}
+
 // pickProtocol returns the columnar protocol when the environment offers it and every
 // policy's rows match its columns, and the row protocol otherwise.
 func (r *Runner) pickProtocol() envProtocol {
