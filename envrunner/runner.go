@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -310,9 +311,15 @@ func (r *Runner) nextID() int64 {
 // MaxEpisodes reached: the rest of the run counts nothing more, so the fragment is what was
 // collected up to then), and moves it into dst (RLlib's sample()). dst is reset first; its
 // buffers are reused, so passing the same batch back allocates nothing in steady state.
+// While it steps a VectorBaseEnv, the calling goroutine is locked to its thread, as in a
+// Group (see Group).
 func (r *Runner) Sample(dst *MultiAgentBatch) error {
 	if r.cfg.NoSamples {
 		return errors.New("envrunner: Sample with NoSamples set")
+	}
+	if r.neverWaits() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	for !r.Ready() && !r.Done() {
 		if err := r.Step(); err != nil {
