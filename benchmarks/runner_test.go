@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -125,11 +126,16 @@ func runnerSteps(tb testing.TB, r *envrunner.Runner, k int, dst *envrunner.Multi
 // MLP against the floor, interleaving them in rounds of 20 steps so that both see the same
 // machine. It reports each one's env steps/s and their ratio ("ratio"): greedy without
 // sample collection, and exploring with every column built (logp, dist inputs, values,
-// GAE), batches discarded. "cpu-ratio" is the ratio of CPU times (see cpuTime).
+// GAE), batches discarded. "cpu-ratio" is the ratio of CPU times (see cpuTime). The
+// goroutine that runs both is locked to its thread, as envrunner.Group and Runner.Sample
+// lock a runner's: the floor and the runner are equally spared the scheduler's moves to
+// another thread (and core) when it preempts a goroutine that runs for 10 ms.
 func BenchmarkRunner(b *testing.B) {
 	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
 		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
+			runtime.LockOSThread() // see the doc
+			defer runtime.UnlockOSThread()
 			f := newFloor(b, p, runnerEnvs)
 			defer f.sess.Close()
 			r := newRunner(b, p, runnerEnvs, 0, mode == "explore")
@@ -273,6 +279,8 @@ func BenchmarkSampleRun(b *testing.B) {
 	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
 		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
+			runtime.LockOSThread() // see BenchmarkRunner's doc
+			defer runtime.UnlockOSThread()
 			f := newFloor(b, p, runnerEnvs)
 			defer f.sess.Close()
 			r := newSampleRunRunner(b, p, runnerEnvs, mode == "explore")
