@@ -103,11 +103,11 @@
 // # More cores
 //
 // One goroutine owns one Runner; nothing in it is locked but the episode metrics, which
-// Metrics may take from any goroutine while the runner steps. A Group runs several runners, each
-// on its own goroutine with its own environment shard, sessions and random source (a group
-// of one steps it on the caller's goroutine), and hands their batches to one sink in a fixed
-// round-robin order, so the merged output of a seeded run does not depend on timing. The envrunner/output package writes batches in RLlib's
-// offline JSON format.
+// Metrics may take from any goroutine while the runner steps. A Group runs several runners,
+// each on its own goroutine with its own environment shard, sessions and random source (a
+// group of one steps it on the caller's goroutine), and hands their batches to one sink in
+// a fixed round-robin order, so the merged output of a seeded run does not depend on
+// timing. The envrunner/output package writes batches in RLlib's offline JSON format.
 //
 // # Metrics
 //

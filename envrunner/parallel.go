@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 )
 
@@ -13,7 +12,7 @@ import (
 // step), and merges their batches in a fixed order so that a run's output does not depend
 // on timing. A group of one runner steps it on the goroutine that calls Run. While a
 // goroutine steps a runner of a VectorBaseEnv, whose steps never wait, it is locked to its
-// thread (runtime.LockOSThread; see loop).
+// thread (runtime.LockOSThread; see Runner.holdThread).
 type Group struct {
 	runners []*Runner
 	owner   map[*MultiAgentBatch]int
@@ -139,15 +138,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 				left--
 				continue
 			}
-			if errs[n] == nil {
-				if err := opts.Sink(b); err != nil {
-					errs[n] = fmt.Errorf("sink: %w", err)
-					cancel()
-					g.Release(b)
-				}
-			} else {
-				g.Release(b)
-			}
+			g.give(opts.Sink, b, &errs[n], cancel)
 		}
 	}
 	wg.Wait()
@@ -167,23 +158,28 @@ func (g *Group) runHere(ctx context.Context, cancel func(), sink func(*MultiAgen
 	var sinkErr error
 	if sink != nil && r.collect {
 		free = g.free[0]
-		deliver = func(b *MultiAgentBatch) {
-			if sinkErr == nil {
-				err := sink(b)
-				if err == nil {
-					return
-				}
-				sinkErr = fmt.Errorf("sink: %w", err)
-				cancel()
-			}
-			g.Release(b)
-		}
+		deliver = func(b *MultiAgentBatch) { g.give(sink, b, &sinkErr, cancel) }
 	}
 	var runErr error
 	if err := g.loop(ctx, r, free, deliver); err != nil {
 		runErr = fmt.Errorf("worker 0: %w", err)
 	}
 	return errors.Join(runErr, sinkErr)
+}
+
+// give hands b to sink, unless the sink failed before (*sinkErr): a failure is kept in
+// *sinkErr and stops the run (cancel), and a batch the sink did not take goes back to its
+// runner.
+func (g *Group) give(sink func(*MultiAgentBatch) error, b *MultiAgentBatch, sinkErr *error, cancel func()) {
+	if *sinkErr == nil {
+		err := sink(b)
+		if err == nil {
+			return
+		}
+		*sinkErr = fmt.Errorf("sink: %w", err)
+		cancel()
+	}
+	g.Release(b)
 }
 
 // CountAndRelease returns a sink that adds one to *batches and the batch's rows to *rows for
@@ -202,17 +198,7 @@ func (g *Group) CountAndRelease(batches, rows *int64) func(*MultiAgentBatch) err
 // free and handing it to deliver, and last the run's partial batch (nil deliver: no batches
 // are built).
 func (g *Group) loop(ctx context.Context, r *Runner, free *batchStack, deliver func(*MultiAgentBatch)) error {
-	// A runner whose steps never wait keeps its thread while it steps. Unlocked, the
-	// scheduler's preemption of a goroutine that runs for 10 ms may resume it on another
-	// thread, and so on another core, whose caches hold none of the runner's data: over
-	// runs of 20 fragments, locked stepping took 3-4% less CPU and wall time. A runner
-	// whose steps wait for other goroutines (a RemoteVectorEnv's) stays unlocked: each
-	// wake-up of a locked goroutine is a hand-off between threads (sample run --remote
-	// with 8 sub-environments ran at half the speed).
-	if r.neverWaits() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
+	defer r.holdThread()()
 	take := func() {
 		b := free.get()
 		r.Take(b)

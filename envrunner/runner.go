@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -317,10 +316,7 @@ func (r *Runner) Sample(dst *MultiAgentBatch) error {
 	if r.cfg.NoSamples {
 		return errors.New("envrunner: Sample with NoSamples set")
 	}
-	if r.neverWaits() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
+	defer r.holdThread()()
 	for !r.Ready() && !r.Done() {
 		if err := r.Step(); err != nil {
 			return err
