@@ -90,11 +90,12 @@ void ApplyActs(int32_t code, float a, float b, const float* in, float* out, int6
 
 }  // namespace
 
-void HostDense(const Step& s, const float* a, int64_t M, float* out) {
-  InitRows(out, M, s.N, s.bias.empty() ? nullptr : s.bias.data());
-  Accumulate(a, s.K, M, s.K, s.w.data(), s.N, out, s.N);
-  if (s.code != kActNone) {
-    ApplyActs(s.code, s.a, s.b, out, out, M * s.N);
+void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
+               float act_a, float act_b, float* out) {
+  InitRows(out, M, N, bias);
+  Accumulate(a, K, M, K, w, N, out, N);
+  if (act != kActNone) {
+    ApplyActs(act, act_a, act_b, out, out, M * N);
   }
 }
 
@@ -132,7 +133,9 @@ void HostBinary(int32_t op, const float* a, const float* b, float* out, const in
   }
 }
 
-void HostUnary(const Step& s, const float* in, float* out, int64_t n) { ApplyActs(s.code, s.a, s.b, in, out, n); }
+void HostUnary(int32_t act, float a, float b, const float* in, float* out, int64_t n) {
+  ApplyActs(act, a, b, in, out, n);
+}
 
 void HostSoftmax(bool log, const float* in, float* out, int64_t outer, int64_t len, int64_t inner) {
   for (int64_t o = 0; o < outer; o++) {
@@ -172,15 +175,14 @@ void HostStridedCopy(const float* in, int64_t base, const int64_t* dims, const i
   }
 }
 
-int64_t RnnScratch(const Step& s, int64_t B) {
-  int64_t G = s.op == Op::kLstm ? 4 : 3;
+int64_t RnnScratch(int64_t gates, int64_t H, int64_t B) {
   // gates [B][G*H], recurrent part [B][G*H] (GRU), h and c [B][H] each.
-  return B * G * s.H * 2 + 2 * B * s.H;
+  return B * gates * H * 2 + 2 * B * H;
 }
 
-void HostLstm(const Step& s, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
+void HostLstm(const RnnWeights& w, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
               float* yh, float* yc, float* scratch) {
-  const int64_t H = s.H, G = 4 * H;
+  const int64_t H = w.H, G = 4 * H;
   float* gates = scratch;
   float* h = scratch + 2 * B * G;
   float* c = h + B * H;
@@ -188,9 +190,9 @@ void HostLstm(const Step& s, const float* x, int64_t T, int64_t B, const float* 
   if (c0) std::memcpy(c, c0, B * H * sizeof(float)); else std::memset(c, 0, B * H * sizeof(float));
   for (int64_t t = 0; t < T; t++) {
     for (int64_t b = 0; b < B; b++)
-      for (int64_t g = 0; g < G; g++) gates[b * G + g] = s.bx[g] + s.bh[g];
-    Accumulate(x + t * B * s.I, s.I, B, s.I, s.wx.data(), G, gates, G);
-    Accumulate(h, H, B, H, s.wh.data(), G, gates, G);
+      for (int64_t g = 0; g < G; g++) gates[b * G + g] = w.bx[g] + w.bh[g];
+    Accumulate(x + t * B * w.I, w.I, B, w.I, w.wx, G, gates, G);
+    Accumulate(h, H, B, H, w.wh, G, gates, G);
     for (int64_t b = 0; b < B; b++) {
       const float* gr = gates + b * G;
       for (int64_t j = 0; j < H; j++) {
@@ -203,9 +205,9 @@ void HostLstm(const Step& s, const float* x, int64_t T, int64_t B, const float* 
   if (yc) std::memcpy(yc, c, B * H * sizeof(float));
 }
 
-void HostGru(const Step& s, const float* x, int64_t T, int64_t B, const float* h0, float* y, float* yh,
-             float* scratch) {
-  const int64_t H = s.H, G = 3 * H;
+void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,
+             float* yh, float* scratch) {
+  const int64_t H = w.H, G = 3 * H;
   float* gx = scratch;          // x @ Wx + bx
   float* gh = scratch + B * G;  // h @ Wh + bh (or (r*h) @ Wh_h)
   float* h = scratch + 2 * B * G;
@@ -213,12 +215,12 @@ void HostGru(const Step& s, const float* x, int64_t T, int64_t B, const float* h
   if (h0) std::memcpy(h, h0, B * H * sizeof(float)); else std::memset(h, 0, B * H * sizeof(float));
   for (int64_t t = 0; t < T; t++) {
     for (int64_t b = 0; b < B; b++) {
-      std::memcpy(gx + b * G, s.bx.data(), G * sizeof(float));
-      std::memcpy(gh + b * G, s.bh.data(), G * sizeof(float));
+      std::memcpy(gx + b * G, w.bx, G * sizeof(float));
+      std::memcpy(gh + b * G, w.bh, G * sizeof(float));
     }
-    Accumulate(x + t * B * s.I, s.I, B, s.I, s.wx.data(), G, gx, G);
-    if (s.lbr) {
-      Accumulate(h, H, B, H, s.wh.data(), G, gh, G);
+    Accumulate(x + t * B * w.I, w.I, B, w.I, w.wx, G, gx, G);
+    if (lbr) {
+      Accumulate(h, H, B, H, w.wh, G, gh, G);
       for (int64_t b = 0; b < B; b++) {
         const float* ax = gx + b * G;
         const float* ah = gh + b * G;
@@ -233,7 +235,7 @@ void HostGru(const Step& s, const float* x, int64_t T, int64_t B, const float* h
       for (int64_t b = 0; b < B; b++)
         for (int64_t k = 0; k < H; k++) {
           const float hv = h[b * H + k];
-          const float* wk = s.wh.data() + k * G;
+          const float* wk = w.wh + k * G;
           float* o = gh + b * G;
           for (int64_t g = 0; g < 2 * H; g++) o[g] += hv * wk[g];
         }
@@ -245,7 +247,7 @@ void HostGru(const Step& s, const float* x, int64_t T, int64_t B, const float* h
       for (int64_t b = 0; b < B; b++)
         for (int64_t k = 0; k < H; k++) {
           const float v = rh[b * H + k];
-          const float* wk = s.wh.data() + k * G + 2 * H;
+          const float* wk = w.wh + k * G + 2 * H;
           float* o = gh + b * G + 2 * H;
           for (int64_t j = 0; j < H; j++) o[j] += v * wk[j];
         }

@@ -1,39 +1,20 @@
 // A compiled fused subgraph: values (inputs, constants copied once, intermediates, outputs)
-// and steps in execution order. Built by lower.cc, run by exec.cc with the host kernels of
-// host.cc. Shapes are resolved and buffers allocated once per input signature (in practice
-// once per batch size), so a steady-state run allocates nothing.
+// and steps (kernels, kernel.h) in execution order. Built by lower.cc with the lowerings of
+// ops/, run by exec.cc. Shapes are resolved and buffers allocated once per input signature (in
+// practice once per batch size), so a steady-state run allocates nothing.
 #pragma once
 
-#include <climits>
-#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "graph_util.h"
-#include "kernels.h"
+#include "kernel.h"
+#include "shape_util.h"
 
 namespace onnxrl_ep {
-
-enum class Op : int32_t {
-  kDense,      // out = act(A @ W + bias); A [..., K], W [K, N] packed once
-  kBinary,     // broadcasting Add/Sub/Mul/Div
-  kUnary,      // elementwise activation
-  kSoftmax,    // Softmax / LogSoftmax along one axis
-  kCopy,       // Identity, Reshape, Flatten, Squeeze, Unsqueeze: same data, new shape
-  kConcat,
-  kTranspose,
-  kSlice,
-  kGather,     // constant indices
-  kSplit,
-  kShape,      // int64 output computed from the input's shape
-  kFill,       // ConstantOfShape
-  kLstm,
-  kGru,
-};
-
-enum class CopyKind : int32_t { kIdentity, kReshape, kFlatten, kSqueeze, kUnsqueeze };
 
 struct Value {
   std::string name;
@@ -44,32 +25,9 @@ struct Value {
   int output = -1;  // index among the fused node's outputs, or -1
 };
 
-struct Step {
-  Op op = Op::kCopy;
-  std::string node;  // the ONNX node's name, for messages
-  std::vector<int> in, out;  // value ids; -1 for an absent optional one
-  int32_t code = 0;          // Act or Bin
-  float a = 0, b = 0;        // the activation's parameters (LeakyRelu alpha, Clip min/max)
-  bool log = false;          // LogSoftmax
-  bool legacy = false;       // Softmax before opset 13: coerce to 2-D at axis
-  int64_t axis = 0;
-  CopyKind copy = CopyKind::kIdentity;
-  bool allowzero = false;
-  std::vector<int64_t> ints;  // Reshape target, Transpose perm, axes, split sizes, indices
-  std::vector<int64_t> idx_shape;  // Gather's indices shape
-  std::vector<int64_t> starts, ends, axes, steps;  // Slice
-  int64_t K = 0, N = 0;                             // Dense
-  std::vector<float> w, bias;                       // Dense: W [K][N], bias [N] (empty: none)
-  int64_t H = 0, I = 0;                             // LSTM / GRU
-  bool lbr = false;                                 // GRU linear_before_reset
-  std::vector<float> wx, wh, bx, bh;                // RNN: Wx [I][G*H], Wh [H][G*H], biases [G*H]
-  float fill = 0;                                   // ConstantOfShape's value
-  int64_t start = 0, end = LLONG_MAX;               // Shape's start/end
-};
-
 struct Plan {
   std::vector<Value> values;
-  std::vector<Step> steps;
+  std::vector<std::unique_ptr<Kernel>> steps;
   std::vector<int> inputs;   // value id per fused input index
   std::vector<int> outputs;  // value id per fused output index
   std::unordered_map<std::string, int> ids;
@@ -83,7 +41,7 @@ struct Plan {
 // the runtime's call only). It throws Error with the reason when n is not supported; that is
 // also how GetCapability decides.
 void LowerNode(const OrtNode* n, Plan& plan);
-// Fuse folds bias Adds and activations into the preceding Dense steps.
+// Fuse folds bias Adds and activations into the preceding Dense steps (ops/dense.cc).
 void Fuse(Plan& plan);
 // BuildPlan lowers one fused subgraph handed to Compile.
 Plan BuildPlan(const OrtGraph* graph, const OrtNode* fused);
@@ -94,9 +52,15 @@ struct Run {
   std::vector<std::vector<int64_t>> shapes;  // per value
   std::vector<std::vector<int64_t>> store;   // owned storage (8-byte words) per value
   std::vector<void*> ptr;                    // per value
-  std::vector<std::vector<int64_t>> sa, sb;  // Binary: broadcast strides of both inputs per step
+  std::vector<std::vector<int64_t>> aux;     // per step: int64 data of this signature (Binary's strides)
   std::vector<float> scratch;                // RNN gates
 };
+
+// InferRun resolves every value's shape from the inputs' (r.shapes of inputs already set, r.shapes
+// sized to the plan's values), fills r.aux and sizes r.scratch, and allocates the host buffers of
+// intermediates (r.store, r.ptr; constants point at the plan's data, inputs and outputs are left
+// null). Throws Error when a step rejects its inputs' shapes.
+void InferRun(const Plan& p, Run& r);
 
 // Executor runs a plan on the host. Compute is safe to call from several threads (one at a time).
 class Executor {
@@ -105,9 +69,11 @@ class Executor {
   OrtStatus* Compute(OrtKernelContext* ctx) noexcept;
   const Plan& plan() const { return plan_; }
 
- private:
+  // Resolve returns the run of the inputs' dims and ranks, planning it (InferRun) when new. Not
+  // synchronized: Compute calls it under its lock.
   Run& Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks);
-  void Infer(Run& r);
+
+ private:
   void Execute(Run& r);
 
   static constexpr size_t kMaxRuns = 64;  // input signatures kept planned
@@ -119,7 +85,5 @@ class Executor {
   std::vector<const int64_t*> in_dims_;
   std::vector<size_t> in_ranks_;
 };
-
-int64_t NumElements(const std::vector<int64_t>& shape);
 
 }  // namespace onnxrl_ep

@@ -27,21 +27,17 @@ static std::vector<float> Rand(size_t n, std::mt19937& g) {
 }
 
 static void TestDense(std::mt19937& g) {
+  const int64_t K = 5, N = 6;
   for (int64_t M : {1, 3, 4, 7, 9}) {
-    Step s;
-    s.K = 5;
-    s.N = 6;
-    s.w = Rand(s.K * s.N, g);
-    s.bias = Rand(s.N, g);
-    s.code = kActTanh;
-    auto a = Rand(M * s.K, g);
-    std::vector<float> out(M * s.N);
-    HostDense(s, a.data(), M, out.data());
+    auto w = Rand(K * N, g), bias = Rand(N, g);
+    auto a = Rand(M * K, g);
+    std::vector<float> out(M * N);
+    HostDense(a.data(), M, K, w.data(), N, bias.data(), kActTanh, 0, 0, out.data());
     for (int64_t m = 0; m < M; m++)
-      for (int64_t n = 0; n < s.N; n++) {
-        double acc = s.bias[n];
-        for (int64_t k = 0; k < s.K; k++) acc += double(a[m * s.K + k]) * s.w[k * s.N + n];
-        Expect(Close(out[m * s.N + n], float(std::tanh(acc))), "dense", out[m * s.N + n], std::tanh(acc));
+      for (int64_t n = 0; n < N; n++) {
+        double acc = bias[n];
+        for (int64_t k = 0; k < K; k++) acc += double(a[m * K + k]) * w[k * N + n];
+        Expect(Close(out[m * N + n], float(std::tanh(acc))), "dense", out[m * N + n], std::tanh(acc));
       }
   }
 }
@@ -95,19 +91,21 @@ static void TestTranspose(std::mt19937& g) {
 
 static double Sig(double x) { return 1 / (1 + std::exp(-x)); }
 
+// Rnn holds random weights of G gates and views them.
+struct Rnn {
+  int64_t I, H;
+  std::vector<float> wx, wh, bx, bh;
+  Rnn(int64_t i, int64_t h, int64_t G, std::mt19937& g)
+      : I(i), H(h), wx(Rand(i * G * h, g)), wh(Rand(h * G * h, g)), bx(Rand(G * h, g)), bh(Rand(G * h, g)) {}
+  RnnWeights View() const { return RnnWeights{I, H, wx.data(), wh.data(), bx.data(), bh.data()}; }
+};
+
 static void TestLstm(std::mt19937& g) {
   const int64_t I = 3, H = 2, B = 2, T = 2;
-  Step s;
-  s.op = Op::kLstm;
-  s.I = I;
-  s.H = H;
-  s.wx = Rand(I * 4 * H, g);
-  s.wh = Rand(H * 4 * H, g);
-  s.bx = Rand(4 * H, g);
-  s.bh = Rand(4 * H, g);
+  Rnn s(I, H, 4, g);
   auto x = Rand(T * B * I, g), h0 = Rand(B * H, g), c0 = Rand(B * H, g);
-  std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(s, B));
-  HostLstm(s, x.data(), T, B, h0.data(), c0.data(), y.data(), yh.data(), yc.data(), scratch.data());
+  std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, H, B));
+  HostLstm(s.View(), x.data(), T, B, h0.data(), c0.data(), y.data(), yh.data(), yc.data(), scratch.data());
   std::vector<double> h(h0.begin(), h0.end()), c(c0.begin(), c0.end());
   for (int64_t t = 0; t < T; t++) {
     std::vector<double> hn(B * H);
@@ -136,18 +134,10 @@ static void TestLstm(std::mt19937& g) {
 
 static void TestGru(std::mt19937& g, bool lbr) {
   const int64_t I = 3, H = 2, B = 2, T = 2;
-  Step s;
-  s.op = Op::kGru;
-  s.I = I;
-  s.H = H;
-  s.lbr = lbr;
-  s.wx = Rand(I * 3 * H, g);
-  s.wh = Rand(H * 3 * H, g);
-  s.bx = Rand(3 * H, g);
-  s.bh = Rand(3 * H, g);
+  Rnn s(I, H, 3, g);
   auto x = Rand(T * B * I, g), h0 = Rand(B * H, g);
-  std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(s, B));
-  HostGru(s, x.data(), T, B, h0.data(), y.data(), yh.data(), scratch.data());
+  std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(3, H, B));
+  HostGru(s.View(), lbr, x.data(), T, B, h0.data(), y.data(), yh.data(), scratch.data());
   std::vector<double> h(h0.begin(), h0.end());
   auto xw = [&](int64_t t, int64_t b, int64_t col) {
     double acc = s.bx[col];

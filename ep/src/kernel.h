@@ -1,0 +1,87 @@
+// The one interface every operator implements: a Kernel is one step of a plan, with its shape
+// inference and its host loop; each ONNX operator's lowering (the function that turns a node into
+// kernels) is registered by op type in one table. An operator lives in one file, ops/<op>.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "ort.h"
+
+namespace onnxrl_ep {
+
+struct Plan;
+struct Run;
+
+// InferContext is handed to each step in turn while a signature is planned (exec.cc, InferRun):
+// the shapes of the step's inputs are set in run.shapes; the step sets its outputs'.
+struct InferContext {
+  const Plan& plan;
+  Run& run;
+  size_t step;
+  std::vector<std::vector<int64_t>>& shape_data;  // per value: the int64 contents of Shape outputs
+  int64_t& scratch;  // floats of run.scratch this signature needs: the largest any step asks for
+
+  const std::vector<int64_t>& shape(int v) const;
+  // in_shape is the shape of the step's i-th input.
+  const std::vector<int64_t>& in_shape(size_t i) const;
+  void set_shape(int v, std::vector<int64_t> shape);
+  // aux is the step's int64 scratch vector for this signature (run.aux[step]).
+  std::vector<int64_t>& aux();
+  // Fail throws Error{"node <name>: why"}.
+  [[noreturn]] void Fail(const std::string& why) const;
+  // NormAxis is axis counted from the front of a rank-dimensional shape; Fail when out of range.
+  int64_t NormAxis(int64_t axis, size_t rank) const;
+};
+
+// ExecContext is handed to each step in turn when a plan runs on the host. Buffers are those of
+// run.ptr: inputs read in place, outputs written in place, intermediates owned by the run.
+struct ExecContext {
+  const Plan& plan;
+  Run& run;
+  size_t step;
+
+  const std::vector<int64_t>& shape(int v) const;
+  // F and CF are a float value's buffer; nullptr for an absent optional value (-1).
+  float* F(int v) const;
+  const float* CF(int v) const;
+  // ptr is any value's buffer, whatever its element type.
+  void* ptr(int v) const;
+  const std::vector<int64_t>& aux() const;
+  float* scratch() const;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Kind names the kernel: "Dense", "Binary", "Unary", "Softmax", "Copy", "Concat", "Transpose",
+  // "Slice", "Gather", "Split", "Shape", "Fill", "Lstm", "Gru".
+  virtual const char* Kind() const = 0;
+  // Infer sets the outputs' shapes from the inputs' (and any per-signature data), or fails.
+  virtual void Infer(InferContext& c) const = 0;
+  // Host runs the step on the host.
+  virtual void Host(ExecContext& c) const = 0;
+
+  std::string node;          // the ONNX node's name, for messages
+  std::vector<int> in, out;  // value ids; -1 for an absent optional one
+};
+
+// LowerFn appends the kernels for node n to plan p (constants read from the graph, valid during
+// the runtime's call only); it throws Error with the reason when n is not supported.
+using LowerFn = void (*)(const OrtNode* n, Plan& p);
+
+// OpRegistrar registers fn for op_types (ONNX domain) at load time: one static per op file. A
+// nil function or an op type registered twice is a programmer mistake and aborts.
+struct OpRegistrar {
+  OpRegistrar(std::initializer_list<const char*> op_types, LowerFn fn);
+};
+
+// FindLowering is the lowering registered for op_type, or nullptr.
+const LowerFn* FindLowering(const std::string& op_type);
+// RegisteredOps lists the registered op types, sorted.
+std::vector<std::string> RegisteredOps();
+
+}  // namespace onnxrl_ep

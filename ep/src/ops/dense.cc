@@ -1,0 +1,141 @@
+// MatMul and Gemm with constant weights: one Dense kernel, and the fusions of a bias Add or an
+// activation into it.
+#include "../lower_util.h"
+#include "ops.h"
+
+namespace onnxrl_ep {
+
+namespace {
+
+void LowerDense(const OrtNode* n, Plan& p) {
+  const bool gemm = OpType(n) == "Gemm";
+  auto ins = NodeInputs(n);
+  auto outs = NodeOutputs(n);
+  if (ins.size() < 2) Unsupported("fewer than two inputs");
+  if (!IsConstant(ins[1])) Unsupported("the weight input " + ValueName(ins[1]) + " is not a constant initializer");
+  int a = In(p, ins[0]);
+  ConstTensor w = Param(ins[1], "weight");
+  if (w.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || w.shape.size() != 2) Unsupported("the weight is not a 2-D float32 tensor");
+  auto s = std::make_unique<DenseKernel>();
+  s->node = NodeName(n);
+  if (!gemm) {
+    auto sh = Shape(ins[0]);
+    if (!sh || sh->empty()) Unsupported("MatMul input of unknown or zero rank");
+    s->K = w.shape[0];
+    s->N = w.shape[1];
+    s->w = std::move(w.f);
+  } else {
+    auto sh = Shape(ins[0]);
+    if (!sh || sh->size() != 2) Unsupported("Gemm input A is not 2-D");
+    if (AttrInt(n, "transA", 0) != 0) Unsupported("Gemm with transA=1");
+    bool tb = AttrInt(n, "transB", 0) != 0;
+    float alpha = AttrFloat(n, "alpha", 1.0f);
+    float beta = AttrFloat(n, "beta", 1.0f);
+    s->K = tb ? w.shape[1] : w.shape[0];
+    s->N = tb ? w.shape[0] : w.shape[1];
+    s->w.resize(s->K * s->N);
+    for (int64_t k = 0; k < s->K; k++) {
+      for (int64_t j = 0; j < s->N; j++) {
+        float v = tb ? w.f[j * s->K + k] : w.f[k * s->N + j];
+        s->w[k * s->N + j] = alpha * v;
+      }
+    }
+    if (Present(ins, 2) && !IsConstant(ins[2])) {
+      // A runtime C (the runtime's MatMul+Add fusion makes these): Dense, then a broadcast Add.
+      if (beta != 1.0f) Unsupported("Gemm with a non-constant C and beta != 1");
+      int c = In(p, ins[2]);
+      int tmp = p.Id(ValueName(outs.at(0)) + "/onnxrl_gemm_ab");
+      s->in = {a};
+      s->out = {tmp};
+      p.steps.push_back(std::move(s));
+      auto add = std::make_unique<BinaryKernel>();
+      add->op = kBinAdd;
+      add->node = NodeName(n);
+      add->in = {tmp, c};
+      add->out = {Out(p, outs.at(0))};
+      p.steps.push_back(std::move(add));
+      return;
+    }
+    if (Present(ins, 2)) {
+      ConstTensor c = ReadConstant(ins[2]);
+      if (c.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) Unsupported("Gemm's C is not float32");
+      int64_t sz = c.size();
+      bool row = sz == s->N && (c.shape.size() == 1 || (c.shape.size() == 2 && c.shape[0] == 1));
+      bool scalar = sz == 1;
+      if (!row && !scalar) Unsupported("Gemm's C is not a row of N values or a scalar");
+      s->bias.resize(s->N);
+      for (int64_t j = 0; j < s->N; j++) s->bias[j] = beta * (scalar ? c.f[0] : c.f[j]);
+    }
+  }
+  s->in = {a};
+  s->out = {Out(p, outs.at(0))};
+  p.steps.push_back(std::move(s));
+}
+
+const OpRegistrar kRegistrar({"MatMul", "Gemm"}, LowerDense);
+
+std::vector<int> Consumers(const Plan& p, int v) {
+  std::vector<int> c;
+  for (size_t i = 0; i < p.steps.size(); i++)
+    for (int x : p.steps[i]->in)
+      if (x == v) c.push_back(static_cast<int>(i));
+  return c;
+}
+
+bool FuseOnce(Plan& p) {
+  for (size_t i = 0; i < p.steps.size(); i++) {
+    auto* d = dynamic_cast<DenseKernel*>(p.steps[i].get());
+    if (d == nullptr) continue;
+    int v = d->out[0];
+    if (p.values[v].output >= 0) continue;
+    auto cons = Consumers(p, v);
+    if (cons.size() != 1) continue;
+    Kernel* next = p.steps[cons[0]].get();
+    if (auto* s = dynamic_cast<BinaryKernel*>(next); s != nullptr && s->op == kBinAdd && d->act == kActNone) {
+      int other = s->in[0] == v ? s->in[1] : s->in[0];
+      if (other == v || !p.values[other].is_const) continue;
+      const ConstTensor& c = p.values[other].c;
+      bool row = c.size() == d->N && (c.shape.size() == 1 || (c.shape.size() == 2 && c.shape[0] == 1));
+      if (!row) continue;
+      if (d->bias.empty()) d->bias.assign(d->N, 0.0f);
+      for (int64_t j = 0; j < d->N; j++) d->bias[j] += c.f[j];
+      d->out = s->out;
+      p.steps.erase(p.steps.begin() + cons[0]);
+      return true;
+    }
+    if (auto* s = dynamic_cast<UnaryKernel*>(next);
+        s != nullptr && d->act == kActNone &&
+        (s->act == kActRelu || s->act == kActLeakyRelu || s->act == kActTanh || s->act == kActSigmoid ||
+         s->act == kActClip)) {
+      d->act = s->act;
+      d->a = s->a;
+      d->b = s->b;
+      d->out = s->out;
+      p.steps.erase(p.steps.begin() + cons[0]);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void DenseKernel::Infer(InferContext& c) const {
+  const auto& x = c.in_shape(0);
+  if (x.empty() || x.back() != K) c.Fail("input's last dimension is not " + std::to_string(K));
+  auto o = x;
+  o.back() = N;
+  c.set_shape(out[0], std::move(o));
+}
+
+void DenseKernel::Host(ExecContext& c) const {
+  int64_t M = NumElements(c.shape(in[0])) / K;
+  HostDense(c.CF(in[0]), M, K, w.data(), N, bias.empty() ? nullptr : bias.data(), act, a, b, c.F(out[0]));
+}
+
+void Fuse(Plan& p) {
+  while (FuseOnce(p)) {
+  }
+}
+
+}  // namespace onnxrl_ep

@@ -1,0 +1,60 @@
+// Gather with constant indices.
+#include <cstring>
+
+#include "../lower_util.h"
+
+namespace onnxrl_ep {
+
+namespace {
+
+struct GatherKernel : Kernel {
+  const char* Kind() const override { return "Gather"; }
+
+  void Infer(InferContext& c) const override {
+    const auto& a = c.in_shape(0);
+    int64_t ax = c.NormAxis(axis, a.size());
+    for (int64_t i : indices)
+      if (i < -a[ax] || i >= a[ax]) c.Fail("index out of range");
+    std::vector<int64_t> o(a.begin(), a.begin() + ax);
+    o.insert(o.end(), idx_shape.begin(), idx_shape.end());
+    o.insert(o.end(), a.begin() + ax + 1, a.end());
+    c.set_shape(out[0], std::move(o));
+  }
+
+  void Host(ExecContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    int64_t ax = NormAxis(axis, a.size(), node);
+    auto [outer, inner] = OuterInner(a, ax);
+    const float* x = c.CF(in[0]);
+    float* y = c.F(out[0]);
+    int64_t nidx = static_cast<int64_t>(indices.size());
+    for (int64_t i = 0; i < outer; i++)
+      for (int64_t j = 0; j < nidx; j++) {
+        int64_t k = indices[j] < 0 ? indices[j] + a[ax] : indices[j];
+        std::memcpy(y + (i * nidx + j) * inner, x + (i * a[ax] + k) * inner, inner * sizeof(float));
+      }
+  }
+
+  int64_t axis = 0;
+  std::vector<int64_t> indices, idx_shape;
+};
+
+void LowerGather(const OrtNode* n, Plan& p) {
+  auto ins = NodeInputs(n);
+  auto outs = NodeOutputs(n);
+  auto s = std::make_unique<GatherKernel>();
+  s->node = NodeName(n);
+  s->axis = AttrInt(n, "axis", 0);
+  ConstTensor idx = Param(ins.at(1), "Gather indices");
+  s->indices = Ints(idx, "Gather indices");
+  s->idx_shape = idx.shape;
+  s->in = {In(p, ins.at(0))};
+  s->out = {Out(p, outs.at(0))};
+  p.steps.push_back(std::move(s));
+}
+
+const OpRegistrar kRegistrar({"Gather"}, LowerGather);
+
+}  // namespace
+
+}  // namespace onnxrl_ep

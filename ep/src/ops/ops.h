@@ -1,0 +1,72 @@
+// The kernels other code inspects by type (dynamic_cast): Dense, Binary and Unary for the
+// fusions (dense.cc), Dense and the recurrent kernels for other backends. The other kernels are
+// private to their op files.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "../host.h"
+#include "../kernel.h"
+
+namespace onnxrl_ep {
+
+// DenseKernel (MatMul, Gemm): out = act(A @ W + bias); A [..., K], W [K, N] packed once.
+struct DenseKernel : Kernel {
+  const char* Kind() const override { return "Dense"; }
+  void Infer(InferContext& c) const override;
+  void Host(ExecContext& c) const override;
+
+  int64_t K = 0, N = 0;
+  std::vector<float> w, bias;  // W [K][N] (Gemm's alpha and transB folded), bias [N] (empty: none)
+  int32_t act = kActNone;      // an Act fused in
+  float a = 0, b = 0;          // the activation's parameters (LeakyRelu alpha, Clip min/max)
+};
+
+// BinaryKernel (Add, Sub, Mul, Div): broadcasting. Its run.aux holds both inputs' element
+// strides per output dimension, A's then B's.
+struct BinaryKernel : Kernel {
+  const char* Kind() const override { return "Binary"; }
+  void Infer(InferContext& c) const override;
+  void Host(ExecContext& c) const override;
+
+  int32_t op = kBinAdd;  // a Bin
+};
+
+// UnaryKernel (Relu, LeakyRelu, Tanh, Sigmoid, Exp, Log, Neg, Clip): elementwise.
+struct UnaryKernel : Kernel {
+  const char* Kind() const override { return "Unary"; }
+  void Infer(InferContext& c) const override;
+  void Host(ExecContext& c) const override;
+
+  int32_t act = kActNone;  // an Act
+  float a = 0, b = 0;      // LeakyRelu alpha, Clip min/max
+};
+
+// RnnKernel: a forward LSTM or GRU, one layer. in = {X, initial_h, initial_c (LSTM; else -1)},
+// out = {Y, Y_h, Y_c (LSTM)}, each -1 when absent.
+struct RnnKernel : Kernel {
+  void Infer(InferContext& c) const override;
+  // Gates is 4 for an LSTM, 3 for a GRU.
+  virtual int64_t Gates() const = 0;
+  RnnWeights Weights() const { return RnnWeights{I, H, wx.data(), wh.data(), bx.data(), bh.data()}; }
+
+  int64_t H = 0, I = 0;
+  std::vector<float> wx, wh, bx, bh;  // Wx [I][G*H], Wh [H][G*H], biases [G*H]
+};
+
+struct LstmKernel : RnnKernel {
+  const char* Kind() const override { return "Lstm"; }
+  int64_t Gates() const override { return 4; }
+  void Host(ExecContext& c) const override;
+};
+
+struct GruKernel : RnnKernel {
+  const char* Kind() const override { return "Gru"; }
+  int64_t Gates() const override { return 3; }
+  void Host(ExecContext& c) const override;
+
+  bool lbr = false;  // linear_before_reset
+};
+
+}  // namespace onnxrl_ep
