@@ -42,7 +42,7 @@ var (
 
 // RegisterNative registers the provider library at path with the runtime (initializing the
 // runtime if needed). A process registers one library once: a second call returns an error
-// wrapping ErrNativeRegistered. Sessions with device "native" register the library found by
+// wrapping ErrNativeRegistered (ErrNativeNotFound first when path does not exist). Sessions with device "native" register the library found by
 // the look-up (NativeLibraryEnv, the AlsoLookIn directories, the project's build/lib, the
 // system's library path) when RegisterNative was not called first.
 func RegisterNative(path string) error {
@@ -51,11 +51,12 @@ func RegisterNative(path string) error {
 	}
 	nativeMu.Lock()
 	defer nativeMu.Unlock()
-	if nativePath != "" {
-		return fmt.Errorf("%w (from %s)", ErrNativeRegistered, nativePath)
-	}
+	// A path that is not there is reported as such, registered library or not.
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNativeNotFound, path, errors.Unwrap(err))
+	}
+	if nativePath != "" {
+		return fmt.Errorf("%w (from %s)", ErrNativeRegistered, nativePath)
 	}
 	return registerNative(path)
 }

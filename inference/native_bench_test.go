@@ -68,3 +68,67 @@ func BenchmarkNativeVsCPU(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNativeCUDAVsCPU runs the bundled MLP and LSTM policies through the CPU provider
+// (the runtime's default threads: every core) and the native provider's CUDA backend on GPU 0,
+// alternating run by run, at batch 256, 4,096 and 65,536. Both take and give CPU tensors, so
+// the CUDA figures include the copies to and from the GPU. It reports each one's time per run,
+// the CUDA backend's samples per second, and cpu-time/cuda-time (above 1 = CUDA faster).
+// Skips without a GPU (scripts/device-check.sh runs it on one).
+func BenchmarkNativeCUDAVsCPU(b *testing.B) {
+	needCUDA(b)
+	for _, model := range []string{"cartpole_mlp", "lstm_policy"} {
+		m, err := LoadFile("../models/" + model + ".onnx")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{256, 4096, 65536} {
+			b.Run(fmt.Sprintf("%s/batch=%d", model, n), func(b *testing.B) {
+				cpu, err := NewSession(m, Options{Capacity: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cpu.Close()
+				gpu, err := NewSession(m, Options{Device: "native:cuda:0", Capacity: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer gpu.Close()
+				for _, s := range []*Session{cpu, gpu} {
+					if err := s.SetBatch(n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				fillInputs(b, rand.New(rand.NewSource(1)), cpu, gpu)
+				for i := 0; i < 3; i++ { // warm both (the CUDA backend captures its graph here)
+					if err := cpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+					if err := gpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				var tc, tg time.Duration
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					if err := cpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+					t1 := time.Now()
+					if err := gpu.Run(); err != nil {
+						b.Fatal(err)
+					}
+					t2 := time.Now()
+					tc += t1.Sub(t0)
+					tg += t2.Sub(t1)
+				}
+				b.ReportMetric(float64(tc.Nanoseconds())/1e3/float64(b.N), "cpu-us/run")
+				b.ReportMetric(float64(tg.Nanoseconds())/1e3/float64(b.N), "cuda-us/run")
+				b.ReportMetric(float64(n)*float64(b.N)/tg.Seconds(), "cuda-samples/s")
+				b.ReportMetric(float64(tc)/float64(tg), "cpu-time/cuda-time")
+			})
+		}
+	}
+}

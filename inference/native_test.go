@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +127,6 @@ func TestNativeBadOptions(t *testing.T) {
 	}{
 		{Options{Device: "native", ProviderOptions: map[string]string{"bogus": "1"}}, `unknown provider option "bogus"`},
 		{Options{Device: "native", ProviderOptions: map[string]string{"backend": "tpu"}}, `unknown backend "tpu"`},
-		{Options{Device: "native:cuda:0"}, "has only the host backend"},
 		{Options{Device: "native", ProviderOptions: map[string]string{"device_id": "x"}}, `device_id "x"`},
 		{Options{Device: "native", ProviderOptions: map[string]string{"device_id": "3"}}, "the host backend has only device 0"},
 	} {
@@ -185,21 +185,27 @@ var nativeBatches = []int{1, 7, 256, 4096}
 
 // matchCPU runs m through the CPU provider and the native one at every batch size and compares.
 func matchCPU(t *testing.T, m *Model) []AssignedSubgraph {
-	cpu, err := NewSession(m, Options{Capacity: 4096, IntraOpThreads: 1})
+	return matchOn(t, m, "native", nativeBatches)
+}
+
+// matchOn runs m through the CPU provider and device at each batch size and compares.
+func matchOn(t *testing.T, m *Model, device string, batches []int) []AssignedSubgraph {
+	capacity := slices.Max(batches)
+	cpu, err := NewSession(m, Options{Capacity: capacity, IntraOpThreads: 1})
 	require.NoError(t, err)
 	defer cpu.Close()
-	nat, err := NewSession(m, Options{Device: "native", Capacity: 4096, RecordAssignment: true})
+	nat, err := NewSession(m, Options{Device: device, Capacity: capacity, RecordAssignment: true})
 	require.NoError(t, err)
 	defer nat.Close()
 	rng := rand.New(rand.NewSource(1))
-	for _, n := range nativeBatches {
+	for _, n := range batches {
 		require.NoError(t, cpu.SetBatch(n))
 		require.NoError(t, nat.SetBatch(n))
 		for rep := 0; rep < 2; rep++ {
 			fillInputs(t, rng, cpu, nat)
 			require.NoError(t, cpu.Run())
 			require.NoError(t, nat.Run())
-			compareOutputs(t, fmt.Sprintf("%s batch %d", m.Path, n), cpu, nat)
+			compareOutputs(t, fmt.Sprintf("%s on %s, batch %d", m.Path, device, n), cpu, nat)
 		}
 	}
 	a, err := nat.Assignment()

@@ -1,5 +1,5 @@
 // The one interface every operator implements: a Kernel is one step of a plan, with its shape
-// inference and its host loop; each ONNX operator's lowering (the function that turns a node into
+// inference, its host loop and its CUDA launches; each ONNX operator's lowering (the function that turns a node into
 // kernels) is registered by op type in one table. An operator lives in one file, ops/<op>.cc.
 #pragma once
 
@@ -15,6 +15,7 @@ namespace onnxrl_ep {
 
 struct Plan;
 struct Run;
+class DeviceContext;
 
 // InferContext is handed to each step in turn while a signature is planned (exec.cc, InferRun):
 // the shapes of the step's inputs are set in run.shapes; the step sets its outputs'.
@@ -64,6 +65,8 @@ class Kernel {
   virtual void Infer(InferContext& c) const = 0;
   // Host runs the step on the host.
   virtual void Host(ExecContext& c) const = 0;
+  // Device issues the step's launches on the CUDA backend's stream (cuda/device_context.h).
+  virtual void Device(DeviceContext& c) const = 0;
 
   std::string node;          // the ONNX node's name, for messages
   std::vector<int> in, out;  // value ids; -1 for an absent optional one

@@ -4,8 +4,15 @@
 // expf/logf.
 #pragma once
 
+#if defined(__CUDACC_RTC__)
+// NVRTC has no C library headers: the fixed-width types it needs, and expf/logf are builtins.
+typedef int int32_t;
+typedef long long int64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#else
 #include <math.h>
 #include <stdint.h>
+#endif
 
 #if defined(__CUDACC__)
 #define ONNXRL_HD __host__ __device__

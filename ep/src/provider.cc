@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cuda/cuda_exec.h"
 #include "plan.h"
 
 #define ONNXRL_EP_EXPORT extern "C" __attribute__((visibility("default")))
@@ -68,10 +69,8 @@ OrtStatus* ParseOptions(const OrtSessionOptions* so, Options* out) {
     if (dot == std::string::npos || !EqualFold(k.substr(prefix.size(), dot - prefix.size()), kEpName)) continue;
     std::string name = k.substr(dot + 1), val = vals[i] ? vals[i] : "";
     if (name == "backend") {
-      if (val == "host") {
+      if (val == "host" || val == "cuda") {
         out->backend = val;
-      } else if (val == "cuda") {
-        err = "backend \"cuda\": this build of the provider has only the host backend";
       } else {
         err = "unknown backend \"" + val + "\" (want host or cuda)";
       }
@@ -96,13 +95,17 @@ OrtStatus* ParseOptions(const OrtSessionOptions* so, Options* out) {
 
 struct Ep;
 
+// ComputeInfo holds one compiled partition's executor: the host backend's or the CUDA
+// backend's, chosen once in Compile (its Compute function is that backend's).
 struct ComputeInfo : OrtNodeComputeInfo {
-  std::unique_ptr<Executor> exec;
+  std::unique_ptr<Executor> host;
+  std::unique_ptr<CudaExecutor> cuda;
 };
 
 struct Ep : OrtEp {
   const OrtLogger* logger = nullptr;
   Options opts;
+  CudaDevice* cuda = nullptr;  // the GPU of the CUDA backend, opened in CreateEp
 };
 
 bool WorthAPartition(const std::vector<const OrtNode*>& group) {
@@ -177,13 +180,22 @@ OrtStatus* ORT_API_CALL GetCapability(OrtEp* this_ptr, const OrtGraph* graph, Or
   });
 }
 
-OrtStatus* ORT_API_CALL CreateState(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext*, void** state) noexcept {
-  *state = static_cast<ComputeInfo*>(this_ptr)->exec.get();
+OrtStatus* ORT_API_CALL CreateHostState(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext*, void** state) noexcept {
+  *state = static_cast<ComputeInfo*>(this_ptr)->host.get();
   return nullptr;
 }
 
-OrtStatus* ORT_API_CALL ComputeFn(OrtNodeComputeInfo*, void* state, OrtKernelContext* ctx) noexcept {
+OrtStatus* ORT_API_CALL ComputeHost(OrtNodeComputeInfo*, void* state, OrtKernelContext* ctx) noexcept {
   return static_cast<Executor*>(state)->Compute(ctx);
+}
+
+OrtStatus* ORT_API_CALL CreateCudaState(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext*, void** state) noexcept {
+  *state = static_cast<ComputeInfo*>(this_ptr)->cuda.get();
+  return nullptr;
+}
+
+OrtStatus* ORT_API_CALL ComputeCuda(OrtNodeComputeInfo*, void* state, OrtKernelContext* ctx) noexcept {
+  return static_cast<CudaExecutor*>(state)->Compute(ctx);
 }
 
 void ORT_API_CALL ReleaseState(OrtNodeComputeInfo*, void*) noexcept {}
@@ -199,13 +211,22 @@ OrtStatus* ORT_API_CALL Compile(OrtEp* this_ptr, const OrtGraph** graphs, const 
     for (size_t i = 0; i < count; i++) {
       auto info = std::make_unique<ComputeInfo>();
       info->ort_version_supported = ORT_API_VERSION;
-      info->CreateState = CreateState;
-      info->Compute = ComputeFn;
       info->ReleaseState = ReleaseState;
-      info->exec = std::make_unique<Executor>(BuildPlan(graphs[i], fused[i]));
-      const Plan& p = info->exec->plan();
-      Log(ep->logger, ORT_LOGGING_LEVEL_INFO,
-          p.name + ": " + std::to_string(p.steps.size()) + " steps on the " + ep->opts.backend + " backend");
+      std::string where;
+      if (ep->cuda != nullptr) {
+        info->CreateState = CreateCudaState;
+        info->Compute = ComputeCuda;
+        info->cuda = std::make_unique<CudaExecutor>(BuildPlan(graphs[i], fused[i]), *ep->cuda);
+        where = "the cuda backend (" + ep->cuda->name + ", " + std::to_string(info->cuda->fused()) +
+                " fused dense groups)";
+      } else {
+        info->CreateState = CreateHostState;
+        info->Compute = ComputeHost;
+        info->host = std::make_unique<Executor>(BuildPlan(graphs[i], fused[i]));
+        where = "the host backend";
+      }
+      const Plan& p = info->cuda ? info->cuda->plan() : info->host->plan();
+      Log(ep->logger, ORT_LOGGING_LEVEL_INFO, p.name + ": " + std::to_string(p.steps.size()) + " steps on " + where);
       infos[i] = info.release();
     }
     return nullptr;
@@ -284,7 +305,7 @@ OrtStatus* ORT_API_CALL GetSupportedDevices(OrtEpFactory* f, const OrtHardwareDe
     if (g_ort->HardwareDevice_Type(devices[i]) != OrtHardwareDeviceType_CPU) continue;
     OrtKeyValuePairs* meta = nullptr;
     g_ort->CreateKeyValuePairs(&meta);
-    g_ort->AddKeyValuePair(meta, "backends", "host");
+    g_ort->AddKeyValuePair(meta, "backends", "host,cuda");
     OrtEpDevice* d = nullptr;
     OrtStatus* st = g_ep->CreateEpDevice(f, devices[i], meta, nullptr, &d);
     g_ort->ReleaseKeyValuePairs(meta);
@@ -319,6 +340,13 @@ OrtStatus* ORT_API_CALL CreateEp(OrtEpFactory*, const OrtHardwareDevice* const*,
     ep->IsConcurrentRunSupported = IsConcurrentRunSupported;
     ep->logger = logger;
     ep->opts = opts;
+    if (opts.backend == "cuda") {
+      try {
+        ep->cuda = &OpenCudaDevice(opts.device_id);
+      } catch (Error& e) {
+        return InvalidArgument("backend cuda, device_id " + std::to_string(opts.device_id) + ": " + e.msg);
+      }
+    }
     *out = ep.release();
     return nullptr;
   });

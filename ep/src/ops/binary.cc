@@ -3,6 +3,8 @@
 
 #include "../lower_util.h"
 #include "ops.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -51,5 +53,22 @@ void BinaryKernel::Host(ExecContext& c) const {
   HostBinary(op, c.CF(in[0]), c.CF(in[1]), c.F(out[0]), o.data(), st.data(), st.data() + o.size(),
              static_cast<int>(o.size()));
 }
+
+void BinaryKernel::Device(DeviceContext& c) const {
+  const auto& o = c.shape(out[0]);
+  const auto& st = c.aux();  // A's strides, then B's
+  int rank = static_cast<int>(o.size());
+  devargs::Dims dims{}, sa{}, sb{};
+  for (int d = 0; d < rank; d++) {
+    dims.d[d] = o[d];
+    sa.d[d] = st[d];
+    sb.d[d] = st[rank + d];
+  }
+  long long n = NumElements(o);
+  cu::CUdeviceptr pa = c.ptr(in[0]), pb = c.ptr(in[1]), po = c.ptr(out[0]);
+  int code = op;
+  c.Elementwise("onnxrl_binary", n, {&pa, &pb, &po, &n, &rank, &code, &dims, &sa, &sb});
+}
+
 
 }  // namespace onnxrl_ep

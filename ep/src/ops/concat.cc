@@ -2,6 +2,8 @@
 #include <cstring>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -34,6 +36,19 @@ struct ConcatKernel : Kernel {
       int64_t chunk = c.shape(v)[ax] * inner;
       const float* x = c.CF(v);
       for (int64_t i = 0; i < outer; i++) std::memcpy(y + i * orow + off, x + i * chunk, chunk * sizeof(float));
+      off += chunk;
+    }
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& o = c.shape(out[0]);
+    int64_t ax = NormAxis(axis, o.size(), node);
+    auto [outer, inner] = OuterInner(o, ax);
+    long long orow = o[ax] * inner, off = 0, rows = outer;
+    for (int v : in) {
+      long long chunk = c.shape(v)[ax] * inner;
+      cu::CUdeviceptr src = c.ptr(v), dst = c.ptr(out[0]) + static_cast<cu::CUdeviceptr>(off * sizeof(float));
+      c.Elementwise("onnxrl_copy2d", rows * chunk, {&src, &chunk, &dst, &orow, &rows, &chunk});
       off += chunk;
     }
   }

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -15,6 +17,8 @@ struct CopyKernel : Kernel {
     if (c.ptr(out[0]) != c.ptr(in[0]))
       std::memcpy(c.ptr(out[0]), c.ptr(in[0]), NumElements(c.shape(in[0])) * ElemSize(c.plan.values[in[0]].type));
   }
+
+  void Device(DeviceContext& c) const override { c.Copy(c.ptr(out[0]), c.ptr(in[0]), c.bytes(in[0])); }
 };
 
 struct IdentityKernel : CopyKernel {

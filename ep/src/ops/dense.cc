@@ -2,6 +2,8 @@
 // activation into it.
 #include "../lower_util.h"
 #include "ops.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -132,6 +134,15 @@ void DenseKernel::Host(ExecContext& c) const {
   int64_t M = NumElements(c.shape(in[0])) / K;
   HostDense(c.CF(in[0]), M, K, w.data(), N, bias.empty() ? nullptr : bias.data(), act, a, b, c.F(out[0]));
 }
+
+void DenseKernel::Device(DeviceContext& c) const {
+  const auto& a = c.shape(in[0]);
+  // Rows: every dimension but the last (K may be 0).
+  long long M = 1;
+  for (size_t d = 0; d + 1 < a.size(); d++) M *= a[d];
+  c.Gemm(c.ptr(in[0]), K, c.Resident(w), N, c.Resident(bias), c.ptr(out[0]), N, M, N, K, false, act, this->a, b);
+}
+
 
 void Fuse(Plan& p) {
   while (FuseOnce(p)) {

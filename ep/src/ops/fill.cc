@@ -2,6 +2,8 @@
 #include <algorithm>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -22,6 +24,13 @@ struct FillKernel : Kernel {
   void Host(ExecContext& c) const override {
     float* y = c.F(out[0]);
     std::fill(y, y + NumElements(c.shape(out[0])), value);
+  }
+
+  void Device(DeviceContext& c) const override {
+    long long n = NumElements(c.shape(out[0]));
+    cu::CUdeviceptr po = c.ptr(out[0]);
+    float v = value;
+    c.Elementwise("onnxrl_fill", n, {&po, &n, &v});
   }
 
   float value = 0;

@@ -2,6 +2,8 @@
 #include <cstring>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -33,6 +35,20 @@ struct GatherKernel : Kernel {
         int64_t k = indices[j] < 0 ? indices[j] + a[ax] : indices[j];
         std::memcpy(y + (i * nidx + j) * inner, x + (i * a[ax] + k) * inner, inner * sizeof(float));
       }
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    int64_t ax = NormAxis(axis, a.size(), node);
+    auto [outer, inner] = OuterInner(a, ax);
+    long long nidx = static_cast<long long>(indices.size());
+    long long spitch = a[ax] * inner, dpitch = nidx * inner, rows = outer, cols = inner;
+    for (long long j = 0; j < nidx; j++) {
+      int64_t k = indices[j] < 0 ? indices[j] + a[ax] : indices[j];
+      cu::CUdeviceptr src = c.ptr(in[0]) + static_cast<cu::CUdeviceptr>(k * inner * sizeof(float));
+      cu::CUdeviceptr dst = c.ptr(out[0]) + static_cast<cu::CUdeviceptr>(j * inner * sizeof(float));
+      c.Elementwise("onnxrl_copy2d", rows * cols, {&src, &spitch, &dst, &dpitch, &rows, &cols});
+    }
   }
 
   int64_t axis = 0;

@@ -16,6 +16,7 @@ struct DenseKernel : Kernel {
   const char* Kind() const override { return "Dense"; }
   void Infer(InferContext& c) const override;
   void Host(ExecContext& c) const override;
+  void Device(DeviceContext& c) const override;
 
   int64_t K = 0, N = 0;
   std::vector<float> w, bias;  // W [K][N] (Gemm's alpha and transB folded), bias [N] (empty: none)
@@ -29,6 +30,7 @@ struct BinaryKernel : Kernel {
   const char* Kind() const override { return "Binary"; }
   void Infer(InferContext& c) const override;
   void Host(ExecContext& c) const override;
+  void Device(DeviceContext& c) const override;
 
   int32_t op = kBinAdd;  // a Bin
 };
@@ -38,6 +40,7 @@ struct UnaryKernel : Kernel {
   const char* Kind() const override { return "Unary"; }
   void Infer(InferContext& c) const override;
   void Host(ExecContext& c) const override;
+  void Device(DeviceContext& c) const override;
 
   int32_t act = kActNone;  // an Act
   float a = 0, b = 0;      // LeakyRelu alpha, Clip min/max
@@ -59,12 +62,14 @@ struct LstmKernel : RnnKernel {
   const char* Kind() const override { return "Lstm"; }
   int64_t Gates() const override { return 4; }
   void Host(ExecContext& c) const override;
+  void Device(DeviceContext& c) const override;
 };
 
 struct GruKernel : RnnKernel {
   const char* Kind() const override { return "Gru"; }
   int64_t Gates() const override { return 3; }
   void Host(ExecContext& c) const override;
+  void Device(DeviceContext& c) const override;
 
   bool lbr = false;  // linear_before_reset
 };

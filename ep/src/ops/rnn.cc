@@ -3,6 +3,8 @@
 
 #include "../lower_util.h"
 #include "ops.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -91,6 +93,80 @@ void LstmKernel::Host(ExecContext& c) const {
 void GruKernel::Host(ExecContext& c) const {
   const auto& x = c.shape(in[0]);
   HostGru(Weights(), lbr, c.CF(in[0]), x[0], x[1], c.CF(in[1]), c.F(out[0]), c.F(out[1]), c.scratch());
+}
+
+void LstmKernel::Device(DeviceContext& c) const {
+  const auto& x = c.shape(in[0]);
+  long long T = x[0], B = x[1];
+  const long long G = 4 * H;
+  int h_int = static_cast<int>(H);
+  const size_t state = static_cast<size_t>(B * H) * sizeof(float);
+  long long n = B * H;
+  float zero = 0.0f;
+  cu::CUdeviceptr gates = c.Scratch(0, B * G);
+  cu::CUdeviceptr wx_d = c.Resident(wx), wh_d = c.Resident(wh), bx_d = c.Resident(bx), bh_d = c.Resident(bh);
+  // The state lives in Y_h's and Y_c's buffers when the graph wants them (no copies out); the
+  // first step reads initial_h and initial_c where they are (no copies in).
+  cu::CUdeviceptr h = out[1] >= 0 ? c.ptr(out[1]) : c.Scratch(1, B * H);
+  cu::CUdeviceptr cs = out[2] >= 0 ? c.ptr(out[2]) : c.Scratch(2, B * H);
+  cu::CUdeviceptr h_prev = c.ptr(in[1]), c_prev = c.ptr(in[2]);
+  if (h_prev == 0) {
+    c.Elementwise("onnxrl_fill", n, {&h, &n, &zero});
+    h_prev = h;
+  }
+  if (c_prev == 0) {
+    c.Elementwise("onnxrl_fill", n, {&cs, &n, &zero});
+    c_prev = cs;
+  }
+  for (long long t = 0; t < T; t++) {
+    cu::CUdeviceptr xt = c.ptr(in[0]) + static_cast<cu::CUdeviceptr>(t * B * I * sizeof(float));
+    c.Gemm(xt, I, wx_d, G, bx_d, gates, G, B, G, I, false, kActNone, 0, 0);
+    c.Gemm(h_prev, H, wh_d, G, bh_d, gates, G, B, G, H, true, kActNone, 0, 0);
+    cu::CUdeviceptr yt = out[0] >= 0 ? c.ptr(out[0]) + static_cast<cu::CUdeviceptr>(t * state) : 0;
+    c.Elementwise("onnxrl_lstm_cell", n, {&gates, &c_prev, &cs, &h, &yt, &B, &h_int});
+    h_prev = h;
+    c_prev = cs;
+  }
+  if (T == 0) {  // the outputs are the initial state
+    if (out[1] >= 0) c.Copy(h, h_prev, state);
+    if (out[2] >= 0) c.Copy(cs, c_prev, state);
+  }
+}
+
+void GruKernel::Device(DeviceContext& c) const {
+  const auto& x = c.shape(in[0]);
+  long long T = x[0], B = x[1];
+  const long long G = 3 * H;
+  int h_int = static_cast<int>(H);
+  const size_t state = static_cast<size_t>(B * H) * sizeof(float);
+  long long n = B * H;
+  float zero = 0.0f;
+  cu::CUdeviceptr gx = c.Scratch(0, B * G), gh = c.Scratch(1, B * G), rh = c.Scratch(3, B * H);
+  cu::CUdeviceptr wx_d = c.Resident(wx), wh_d = c.Resident(wh), bx_d = c.Resident(bx), bh_d = c.Resident(bh);
+  cu::CUdeviceptr h = out[1] >= 0 ? c.ptr(out[1]) : c.Scratch(2, B * H);
+  cu::CUdeviceptr h_prev = c.ptr(in[1]);
+  if (h_prev == 0) {
+    c.Elementwise("onnxrl_fill", n, {&h, &n, &zero});
+    h_prev = h;
+  }
+  // The candidate's third of Wh and bh: columns 2H.. of rows of 3H.
+  const cu::CUdeviceptr third = static_cast<cu::CUdeviceptr>(2 * H * sizeof(float));
+  for (long long t = 0; t < T; t++) {
+    cu::CUdeviceptr xt = c.ptr(in[0]) + static_cast<cu::CUdeviceptr>(t * B * I * sizeof(float));
+    cu::CUdeviceptr yt = out[0] >= 0 ? c.ptr(out[0]) + static_cast<cu::CUdeviceptr>(t * state) : 0;
+    c.Gemm(xt, I, wx_d, G, bx_d, gx, G, B, G, I, false, kActNone, 0, 0);
+    if (lbr) {
+      c.Gemm(h_prev, H, wh_d, G, bh_d, gh, G, B, G, H, false, kActNone, 0, 0);
+      c.Elementwise("onnxrl_gru_lbr", n, {&gx, &gh, &h_prev, &h, &yt, &B, &h_int});
+    } else {
+      c.Gemm(h_prev, H, wh_d, G, bh_d, gh, G, B, 2 * H, H, false, kActNone, 0, 0);
+      c.Elementwise("onnxrl_gru_reset", n, {&gx, &gh, &h_prev, &rh, &B, &h_int});
+      c.Gemm(rh, H, wh_d + third, G, bh_d + third, gh + third, G, B, H, H, false, kActNone, 0, 0);
+      c.Elementwise("onnxrl_gru_out", n, {&gx, &gh, &h_prev, &h, &yt, &B, &h_int});
+    }
+    h_prev = h;
+  }
+  if (T == 0 && out[1] >= 0) c.Copy(h, h_prev, state);
 }
 
 }  // namespace onnxrl_ep

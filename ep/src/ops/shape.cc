@@ -3,6 +3,8 @@
 #include <climits>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -30,6 +32,14 @@ struct ShapeKernel : Kernel {
     int64_t b = First(static_cast<int64_t>(a.size()));
     int64_t* y = static_cast<int64_t*>(c.ptr(out[0]));
     for (int64_t i = 0; i < NumElements(c.shape(out[0])); i++) y[i] = a[b + i];
+  }
+
+  void Device(DeviceContext& c) const override {
+    // The dims are known when the signature is planned: written once, not replayed.
+    const auto& a = c.shape(in[0]);
+    int64_t b = First(static_cast<int64_t>(a.size()));
+    int64_t n = NumElements(c.shape(out[0]));
+    c.Static(c.ptr(out[0]), a.data() + b, static_cast<size_t>(n) * sizeof(int64_t));
   }
 
   int64_t start = 0, end = LLONG_MAX;

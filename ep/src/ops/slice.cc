@@ -3,6 +3,8 @@
 
 #include "../host.h"
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -49,6 +51,28 @@ struct SliceKernel : Kernel {
     const auto& o = c.shape(out[0]);
     if (NumElements(o) > 0)
       HostStridedCopy(c.CF(in[0]), base, o.data(), strides, static_cast<int>(o.size()), c.F(out[0]));
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    auto st = Strides(a);
+    devargs::Dims dims{}, strides{};
+    for (size_t d = 0; d < a.size(); d++) strides.d[d] = st[d];
+    long long base = 0;
+    for (size_t i = 0; i < starts.size(); i++) {
+      int64_t ax = NormAxis(axes[i], a.size(), node);
+      int64_t dim = a[ax], b = starts[i];
+      if (b < 0) b += dim;
+      b = steps[i] > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
+      base += b * st[ax];
+      strides.d[ax] = st[ax] * steps[i];
+    }
+    const auto& o = c.shape(out[0]);
+    for (size_t d = 0; d < o.size(); d++) dims.d[d] = o[d];
+    long long n = NumElements(o);
+    int rank = static_cast<int>(o.size());
+    cu::CUdeviceptr pi = c.ptr(in[0]), po = c.ptr(out[0]);
+    c.Elementwise("onnxrl_strided", n, {&pi, &base, &po, &n, &rank, &dims, &strides});
   }
 
   std::vector<int64_t> starts, ends, axes, steps;  // one per sliced axis

@@ -1,6 +1,8 @@
 // Softmax and LogSoftmax along one axis.
 #include "../host.h"
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -23,6 +25,22 @@ struct SoftmaxKernel : Kernel {
       }
     }
     HostSoftmax(log, c.CF(in[0]), c.F(out[0]), outer, len, inner);
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    int64_t ax = NormAxis(axis, a.size(), node);
+    long long outer = 1, len = 1, inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(a.size()); d++) {
+      if (legacy) {
+        (d < ax ? outer : len) *= a[d];
+      } else {
+        (d < ax ? outer : d == ax ? len : inner) *= a[d];
+      }
+    }
+    cu::CUdeviceptr pi = c.ptr(in[0]), po = c.ptr(out[0]);
+    int lg = log ? 1 : 0;
+    c.Elementwise("onnxrl_softmax", outer * inner, {&pi, &po, &outer, &len, &inner, &lg});
   }
 
   bool log = false;     // LogSoftmax

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -40,6 +42,19 @@ struct SplitKernel : Kernel {
       int64_t chunk = c.shape(v)[ax] * inner;
       float* y = c.F(v);
       for (int64_t i = 0; i < outer; i++) std::memcpy(y + i * chunk, x + i * row + off, chunk * sizeof(float));
+      off += chunk;
+    }
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    int64_t ax = NormAxis(axis, a.size(), node);
+    auto [outer, inner] = OuterInner(a, ax);
+    long long row = a[ax] * inner, off = 0, rows = outer;
+    for (int v : out) {
+      long long chunk = c.shape(v)[ax] * inner;
+      cu::CUdeviceptr src = c.ptr(in[0]) + static_cast<cu::CUdeviceptr>(off * sizeof(float)), dst = c.ptr(v);
+      c.Elementwise("onnxrl_copy2d", rows * chunk, {&src, &row, &dst, &chunk, &rows, &chunk});
       off += chunk;
     }
   }

@@ -1,6 +1,8 @@
 // Transpose by a permutation (default: reversed dimensions).
 #include "../host.h"
 #include "../lower_util.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -36,6 +38,19 @@ struct TransposeKernel : Kernel {
     for (size_t d = 0; d < a.size(); d++) strides[d] = st[From(d, a.size())];
     const auto& o = c.shape(out[0]);
     HostStridedCopy(c.CF(in[0]), 0, o.data(), strides, static_cast<int>(o.size()), c.F(out[0]));
+  }
+
+  void Device(DeviceContext& c) const override {
+    const auto& a = c.shape(in[0]);
+    auto st = Strides(a);
+    devargs::Dims dims{}, strides{};
+    for (size_t d = 0; d < a.size(); d++) strides.d[d] = st[From(d, a.size())];
+    const auto& o = c.shape(out[0]);
+    for (size_t d = 0; d < o.size(); d++) dims.d[d] = o[d];
+    long long n = NumElements(o), base = 0;
+    int rank = static_cast<int>(o.size());
+    cu::CUdeviceptr pi = c.ptr(in[0]), po = c.ptr(out[0]);
+    c.Elementwise("onnxrl_strided", n, {&pi, &base, &po, &n, &rank, &dims, &strides});
   }
 
   std::vector<int64_t> perm;  // empty: reversed

@@ -4,6 +4,8 @@
 
 #include "../lower_util.h"
 #include "ops.h"
+#include "../cuda/device_args.h"
+#include "../cuda/device_context.h"
 
 namespace onnxrl_ep {
 
@@ -54,5 +56,14 @@ void UnaryKernel::Infer(InferContext& c) const { c.set_shape(out[0], c.in_shape(
 void UnaryKernel::Host(ExecContext& c) const {
   HostUnary(act, a, b, c.CF(in[0]), c.F(out[0]), NumElements(c.shape(out[0])));
 }
+
+void UnaryKernel::Device(DeviceContext& c) const {
+  long long n = NumElements(c.shape(out[0]));
+  cu::CUdeviceptr pi = c.ptr(in[0]), po = c.ptr(out[0]);
+  int code = act;
+  float pa = a, pb = b;
+  c.Elementwise("onnxrl_unary", n, {&pi, &po, &n, &code, &pa, &pb});
+}
+
 
 }  // namespace onnxrl_ep

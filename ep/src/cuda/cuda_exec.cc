@@ -1,0 +1,612 @@
+#include "cuda_exec.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "../ops/ops.h"
+#include "../shape_util.h"
+#include "compiler.h"
+#include "device_args.h"
+
+namespace onnxrl_ep {
+
+namespace {
+
+constexpr const char* kKernelNames[] = {"onnxrl_unary",   "onnxrl_binary",    "onnxrl_strided", "onnxrl_copy2d",
+                                        "onnxrl_fill",    "onnxrl_softmax",   "onnxrl_gemm",    "onnxrl_mlp",
+                                        "onnxrl_lstm_cell", "onnxrl_gru_lbr", "onnxrl_gru_reset", "onnxrl_gru_out"};
+
+// The fused MLP's shared memory: two tiles of rows x width floats within the 48 KiB every
+// GPU gives a block without opting in.
+constexpr int kMlpSmemBytes = 48 * 1024;
+constexpr int kMlpMaxWidth = kMlpSmemBytes / (2 * 4 * sizeof(float));  // 4 rows at least: 1536
+
+// Measured on an H200 (scripts/device-check.sh): see DirectBytes.
+constexpr size_t kDirectBytesDefault = size_t{1} << 20;
+
+double Micros(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+std::string Version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+}  // namespace
+
+bool UseGraphs() {
+  static const bool use = [] {
+    const char* v = std::getenv("ONNXRL_CUDA_GRAPHS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return use;
+}
+
+size_t DirectBytes() {
+  static const size_t bytes = [] {
+    const char* v = std::getenv("ONNXRL_CUDA_DIRECT_BYTES");
+    return v != nullptr ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : kDirectBytesDefault;
+  }();
+  return bytes;
+}
+
+bool Profiling() {
+  static const bool on = [] {
+    const char* v = std::getenv("ONNXRL_CUDA_PROFILE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
+cu::CUfunction CudaDevice::Function(const std::string& fn) const {
+  auto it = functions.find(fn);
+  if (it == functions.end()) throw Error{"no CUDA kernel named " + fn};
+  return it->second;
+}
+
+void CudaDevice::MakeCurrent() const { CuCheck(api(), api().cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+
+CudaDevice& OpenCudaDevice(int id) {
+  static std::mutex mu;
+  static auto* devices = new std::map<int, std::unique_ptr<CudaDevice>>;  // kept for the process
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = devices->find(id);
+  if (it != devices->end()) return *it->second;
+  const Driver& drv = LoadDriver();
+  const cu::DriverApi& a = drv.api;
+  if (id < 0 || id >= drv.devices) {
+    throw Error{"device_id " + std::to_string(id) + ": this machine has " + std::to_string(drv.devices) +
+                " CUDA device(s)"};
+  }
+  auto d = std::make_unique<CudaDevice>();
+  d->driver = &drv;
+  d->id = id;
+  CuCheck(a, a.cuDeviceGet(&d->dev, id), "cuDeviceGet");
+  char name[256] = {0};
+  a.cuDeviceGetName(name, sizeof name - 1, d->dev);
+  d->name = name;
+  int major = 0, minor = 0;
+  CuCheck(a, a.cuDeviceGetAttribute(&major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev), "cuDeviceGetAttribute");
+  CuCheck(a, a.cuDeviceGetAttribute(&minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev), "cuDeviceGetAttribute");
+  CuCheck(a, a.cuDeviceGetAttribute(&d->sms, cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev), "cuDeviceGetAttribute");
+  d->cc = major * 10 + minor;
+  CuCheck(a, a.cuDevicePrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain");
+  d->MakeCurrent();
+  const Nvrtc& nvrtc = LoadNvrtc(drv.version);
+  d->nvrtc = "NVRTC " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor) + " (" + nvrtc.path + ")";
+  d->target = Target(nvrtc, d->cc);
+  Image img = CachedImage(nvrtc, DeviceSource(), d->target);
+  cu::CUresult r = a.cuModuleLoadData(&d->module, img.data.c_str());
+  if (r != cu::CUDA_SUCCESS) {
+    throw Error{"loading the kernels " + d->nvrtc + " built for " + d->target + " on " + d->name + " (driver " +
+                Version(drv.version) + "): " + CuError(a, r) +
+                (r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == cu::CUDA_ERROR_NO_BINARY_FOR_GPU
+                     ? "; the driver is too old for this NVRTC: update the driver or set ONNXRL_NVRTC_LIBRARY to an older NVRTC"
+                     : "")};
+  }
+  for (const char* k : kKernelNames) {
+    cu::CUfunction f = nullptr;
+    CuCheck(a, a.cuModuleGetFunction(&f, d->module, k), k);
+    d->functions[k] = f;
+  }
+  CudaDevice& ref = *d;
+  (*devices)[id] = std::move(d);
+  return ref;
+}
+
+// ---- DeviceContext ----
+
+const std::vector<int64_t>& DeviceContext::shape(int v) const { return run_.shapes.at(v); }
+const std::vector<int64_t>& DeviceContext::aux() const { return run_.aux.at(step_); }
+cu::CUdeviceptr DeviceContext::ptr(int v) const { return v < 0 ? 0 : dptr_.at(v); }
+size_t DeviceContext::bytes(int v) const {
+  return static_cast<size_t>(NumElements(run_.shapes.at(v))) * ElemSize(ex_.plan_.values.at(v).type);
+}
+
+cu::CUdeviceptr DeviceContext::Resident(const std::vector<float>& host) {
+  if (host.empty()) return 0;
+  auto it = ex_.resident_.find(host.data());
+  if (it != ex_.resident_.end()) return it->second;
+  if (capturing_) throw Error{"internal: weights uploaded while capturing a CUDA graph"};
+  cu::CUdeviceptr p = 0;
+  ex_.Alloc(&p, host.size() * sizeof(float), "weights");
+  ex_.resident_[host.data()] = p;
+  const auto& a = ex_.dev_.api();
+  CuCheck(a, a.cuMemcpyHtoD_v2(p, host.data(), host.size() * sizeof(float)), "uploading weights");
+  return p;
+}
+
+cu::CUdeviceptr DeviceContext::Scratch(size_t i, size_t floats) {
+  auto key = std::make_pair(step_, i);
+  auto it = scratch_.find(key);
+  if (it != scratch_.end() && it->second.second >= floats) return it->second.first;
+  if (capturing_) throw Error{"internal: scratch allocated while capturing a CUDA graph"};
+  cu::CUdeviceptr p = 0;
+  ex_.Alloc(&p, std::max<size_t>(floats, 1) * sizeof(float), "scratch");
+  scratch_[key] = {p, floats};
+  return p;
+}
+
+void DeviceContext::Static(cu::CUdeviceptr dst, const void* src, size_t bytes) {
+  if (capturing_ || bytes == 0) return;
+  const auto& a = ex_.dev_.api();
+  CuCheck(a, a.cuMemcpyHtoD_v2(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceContext::Copy(cu::CUdeviceptr dst, cu::CUdeviceptr src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  const auto& a = ex_.dev_.api();
+  CuCheck(a, a.cuMemcpyDtoDAsync_v2(dst, src, bytes, ex_.stream_), "cuMemcpyDtoDAsync");
+}
+
+void DeviceContext::Launch(const char* kernel, unsigned gx, unsigned gy, unsigned block, unsigned smem,
+                           std::initializer_list<void*> args) {
+  if (gx == 0 || gy == 0) return;
+  const auto& a = ex_.dev_.api();
+  void* params[16];
+  size_t n = 0;
+  for (void* p : args) params[n++] = p;
+  CuCheck(a, a.cuLaunchKernel(ex_.dev_.Function(kernel), gx, gy, 1, block, 1, 1, smem, ex_.stream_, params, nullptr),
+          kernel);
+}
+
+void DeviceContext::Elementwise(const char* kernel, long long n, std::initializer_list<void*> args) {
+  if (n <= 0) return;
+  long long blocks = (n + 255) / 256;
+  long long cap = static_cast<long long>(ex_.dev_.sms) * 16;
+  Launch(kernel, static_cast<unsigned>(std::min(blocks, std::max(cap, 1LL))), 1, 256, 0, args);
+}
+
+void DeviceContext::Gemm(cu::CUdeviceptr a, long long lda, cu::CUdeviceptr w, long long ldw, cu::CUdeviceptr bias,
+                         cu::CUdeviceptr out, long long ldo, long long M, long long N, long long K, bool accum, int act,
+                         float pa, float pb) {
+  if (M <= 0 || N <= 0) return;
+  if (N > INT_MAX || K > INT_MAX) throw Error{"matrix of " + std::to_string(N) + " x " + std::to_string(K) + " too large"};
+  int n = static_cast<int>(N), k = static_cast<int>(K), acc = accum ? 1 : 0;
+  // Row chunks keep the grid's y within 65,535 tiles.
+  const long long chunk = 65535LL * 64;
+  for (long long m0 = 0; m0 < M; m0 += chunk) {
+    int m = static_cast<int>(std::min(chunk, M - m0));
+    cu::CUdeviceptr ap = a + static_cast<cu::CUdeviceptr>(m0 * lda * sizeof(float));
+    cu::CUdeviceptr op = out + static_cast<cu::CUdeviceptr>(m0 * ldo * sizeof(float));
+    Launch("onnxrl_gemm", static_cast<unsigned>((N + 63) / 64), static_cast<unsigned>((m + 63) / 64), 256, 0,
+           {&ap, &lda, &w, &ldw, &bias, &op, &ldo, &m, &n, &k, &acc, &act, &pa, &pb});
+  }
+}
+
+// ---- CudaExecutor ----
+
+CudaExecutor::CudaExecutor(Plan plan, CudaDevice& dev) : plan_(std::move(plan)), dev_(dev) {
+  const auto& a = dev_.api();
+  dev_.MakeCurrent();
+  CuCheck(a, a.cuStreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  consts_.assign(plan_.values.size(), 0);
+  for (size_t v = 0; v < plan_.values.size(); v++) {
+    const Value& val = plan_.values[v];
+    if (!val.is_const) continue;
+    const bool i64 = val.c.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64;
+    size_t bytes = i64 ? val.c.i.size() * sizeof(int64_t) : val.c.f.size() * sizeof(float);
+    Alloc(&consts_[v], std::max<size_t>(bytes, 16), "constant " + val.name);
+    if (bytes > 0) {
+      const void* src = i64 ? static_cast<const void*>(val.c.i.data()) : static_cast<const void*>(val.c.f.data());
+      CuCheck(a, a.cuMemcpyHtoD_v2(consts_[v], src, bytes), "uploading a constant");
+    }
+  }
+  FindGroups();
+}
+
+CudaExecutor::~CudaExecutor() {
+  for (auto& s : sigs_) {
+    if (s->runs == 0) continue;
+    std::string key;
+    for (int64_t k : s->run.key) key += (key.empty() ? "" : ",") + std::to_string(k);
+    double n = static_cast<double>(s->runs);
+    std::fprintf(stderr,
+                 "onnxrl cuda profile %s [%s] %s, %lld runs, us per run: stage-in %.1f h2d %.1f kernels %.1f d2h %.1f "
+                 "stage-out %.1f\n",
+                 plan_.name.c_str(), key.c_str(), s->direct ? "direct" : "staged", s->runs, s->us_stage_in / n,
+                 s->us_h2d / n, s->us_kernels / n, s->us_d2h / n, s->us_stage_out / n);
+  }
+  const auto& a = dev_.api();
+  if (a.cuCtxSetCurrent(dev_.ctx) != cu::CUDA_SUCCESS) return;
+  for (auto& s : sigs_) Release(*s);
+  for (auto& [k, p] : resident_) a.cuMemFree_v2(p);
+  for (cu::CUdeviceptr p : consts_)
+    if (p != 0) a.cuMemFree_v2(p);
+  if (stream_ != nullptr) a.cuStreamDestroy_v2(stream_);
+}
+
+void CudaExecutor::Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what) {
+  const auto& a = dev_.api();
+  cu::CUresult r = a.cuMemAlloc_v2(p, bytes);
+  if (r == cu::CUDA_ERROR_OUT_OF_MEMORY) {
+    throw Error{"out of GPU memory on " + dev_.name + " allocating " + std::to_string(bytes) + " bytes for " + what};
+  }
+  CuCheck(a, r, "cuMemAlloc");
+}
+
+void CudaExecutor::Release(Sig& s) {
+  const auto& a = dev_.api();
+  if (s.graph != nullptr) a.cuGraphExecDestroy(s.graph);
+  s.graph = nullptr;
+  for (cu::CUdeviceptr p : s.owned) a.cuMemFree_v2(p);
+  s.owned.clear();
+  for (auto& [k, p] : s.scratch) a.cuMemFree_v2(p.first);
+  s.scratch.clear();
+  for (void* p : s.pin_in) a.cuMemFreeHost(p);
+  for (void* p : s.pin_out) a.cuMemFreeHost(p);
+  s.pin_in.clear();
+  s.pin_out.clear();
+}
+
+void CudaExecutor::FindGroups() {
+  const auto& steps = plan_.steps;
+  in_group_.assign(steps.size(), false);
+  auto dense = [&](size_t si) -> const DenseKernel* {
+    return si < steps.size() && !in_group_[si] ? dynamic_cast<const DenseKernel*>(steps[si].get()) : nullptr;
+  };
+  auto consumers = [&](int v) {
+    std::vector<size_t> c;
+    for (size_t si = 0; si < steps.size(); si++)
+      for (int x : steps[si]->in)
+        if (x == v) {
+          c.push_back(si);
+          break;
+        }
+    return c;
+  };
+  // heads_of: the Dense steps reading v, when every reader of v is one (2 to 4 of them).
+  auto heads_of = [&](int v) {
+    std::vector<size_t> c = consumers(v);
+    if (plan_.values[v].output >= 0 || c.size() < 2 || c.size() > static_cast<size_t>(devargs::kMaxMlpHeads)) return std::vector<size_t>{};
+    for (size_t si : c)
+      if (dense(si) == nullptr || steps[si]->in[0] != v) return std::vector<size_t>{};
+    return c;
+  };
+  for (size_t si = 0; si < steps.size(); si++) {
+    const DenseKernel* d = dense(si);
+    if (d == nullptr) continue;
+    MlpGroup g;
+    int64_t width = d->K;
+    std::vector<size_t> heads = heads_of(d->in[0]);
+    if (!heads.empty() && heads[0] == si) {
+      g.heads = heads;  // heads alone, on a shared input
+    } else {
+      g.trunk = {si};
+      width = std::max(d->K, d->N);
+      for (;;) {
+        int v = steps[g.trunk.back()]->out[0];
+        size_t next = g.trunk.back() + 1;
+        const DenseKernel* nx = dense(next);
+        if (g.trunk.size() + 1 >= static_cast<size_t>(devargs::kMaxMlpLayers)) break;
+        if (nx == nullptr || nx->in[0] != v || plan_.values[v].output >= 0 || consumers(v).size() != 1) break;
+        if (std::max({width, nx->K, nx->N}) > kMlpMaxWidth) break;
+        width = std::max({width, nx->K, nx->N});
+        g.trunk.push_back(next);
+      }
+      heads = heads_of(steps[g.trunk.back()]->out[0]);
+      if (!heads.empty() && g.trunk.size() + heads.size() <= static_cast<size_t>(devargs::kMaxMlpLayers)) {
+        g.heads = heads;
+      } else {
+        g.heads = {g.trunk.back()};  // the chain's last layer writes the output
+        g.trunk.pop_back();
+      }
+    }
+    if (g.trunk.size() + g.heads.size() < 2 || width > kMlpMaxWidth) continue;
+    for (size_t x : g.trunk) in_group_[x] = true;
+    for (size_t x : g.heads) in_group_[x] = true;
+    groups_[si] = g;
+  }
+}
+
+CudaExecutor::Sig& CudaExecutor::Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks) {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < dims.size(); i++) {
+    key.push_back(static_cast<int64_t>(ranks[i]));
+    key.insert(key.end(), dims[i], dims[i] + ranks[i]);
+  }
+  for (auto& s : sigs_)
+    if (s->run.key == key) return *s;
+  if (sigs_.size() >= kMaxSigs) {
+    Release(*sigs_.front());
+    sigs_.erase(sigs_.begin());
+  }
+  auto s = std::make_unique<Sig>();
+  s->run.key = key;
+  s->run.shapes.assign(plan_.values.size(), {});
+  for (size_t i = 0; i < plan_.inputs.size(); i++) s->run.shapes[plan_.inputs[i]].assign(dims[i], dims[i] + ranks[i]);
+  InferRun(plan_, s->run);
+  const auto& a = dev_.api();
+  s->dptr.assign(plan_.values.size(), 0);
+  // A Copy step's output shares its input's buffer (values are written once), so the copy is
+  // no launch at all (DeviceContext::Copy skips a copy onto itself).
+  std::vector<int> alias(plan_.values.size(), -1);
+  for (const auto& k : plan_.steps)
+    if (std::string(k->Kind()) == "Copy" && k->in[0] >= 0 && k->out[0] >= 0)
+      alias[k->out[0]] = alias[k->in[0]] >= 0 ? alias[k->in[0]] : k->in[0];
+  try {
+    for (size_t v = 0; v < plan_.values.size(); v++) {
+      const Value& val = plan_.values[v];
+      if (val.is_const) {
+        s->dptr[v] = consts_[v];
+        continue;
+      }
+      if (alias[v] >= 0) continue;
+      size_t bytes = static_cast<size_t>(NumElements(s->run.shapes[v])) * ElemSize(val.type);
+      cu::CUdeviceptr p = 0;
+      Alloc(&p, std::max<size_t>(bytes, 16), "value " + val.name);
+      s->owned.push_back(p);
+      s->dptr[v] = p;
+    }
+    auto pinned = [&](size_t bytes) {
+      void* p = nullptr;
+      CuCheck(a, a.cuMemAllocHost_v2(&p, std::max<size_t>(bytes, 16)), "cuMemAllocHost");
+      return p;
+    };
+    for (size_t v = 0; v < plan_.values.size(); v++)
+      if (alias[v] >= 0) s->dptr[v] = s->dptr[alias[v]];
+    size_t total = 0;
+    for (int v : plan_.inputs) {
+      s->in_bytes.push_back(static_cast<size_t>(NumElements(s->run.shapes[v])) * ElemSize(plan_.values[v].type));
+      total += s->in_bytes.back();
+    }
+    for (int v : plan_.outputs) {
+      s->out_bytes.push_back(static_cast<size_t>(NumElements(s->run.shapes[v])) * ElemSize(plan_.values[v].type));
+      total += s->out_bytes.back();
+    }
+    s->direct = total >= DirectBytes();
+    if (!s->direct) {
+      for (size_t b : s->in_bytes) s->pin_in.push_back(pinned(b));
+      for (size_t b : s->out_bytes) s->pin_out.push_back(pinned(b));
+    }
+  } catch (...) {
+    Release(*s);
+    throw;
+  }
+  sigs_.push_back(std::move(s));
+  return *sigs_.back();
+}
+
+void CudaExecutor::Mlp(Sig& s, const MlpGroup& g) {
+  size_t first = g.trunk.empty() ? g.heads[0] : g.trunk[0];
+  DeviceContext c(*this, s.run, s.dptr, s.scratch, first, false);
+  auto* d0 = static_cast<const DenseKernel*>(plan_.steps[first].get());
+  int in = d0->in[0];
+  long long M = 1;
+  const auto& in_shape = s.run.shapes[in];
+  for (size_t d = 0; d + 1 < in_shape.size(); d++) M *= in_shape[d];
+  if (M <= 0) return;
+  if (M > INT_MAX) throw Error{"batch of " + std::to_string(M) + " rows too large"};
+  devargs::MlpDesc desc{};
+  desc.layers = static_cast<int>(g.trunk.size() + g.heads.size());
+  desc.heads = static_cast<int>(g.heads.size());
+  int width = static_cast<int>(d0->K);
+  size_t l = 0;
+  for (const auto* list : {&g.trunk, &g.heads}) {
+    for (size_t si : *list) {
+      auto* d = static_cast<const DenseKernel*>(plan_.steps[si].get());
+      desc.k[l] = static_cast<int>(d->K);
+      desc.n[l] = static_cast<int>(d->N);
+      desc.act[l] = d->act;
+      desc.a[l] = d->a;
+      desc.b[l] = d->b;
+      desc.w[l] = c.Resident(d->w);
+      desc.bias[l] = c.Resident(d->bias);
+      width = std::max(width, desc.k[l]);
+      if (list == &g.trunk) width = std::max(width, desc.n[l]);
+      l++;
+    }
+  }
+  for (size_t h = 0; h < g.heads.size(); h++) desc.out[h] = s.dptr[plan_.steps[g.heads[h]]->out[0]];
+  desc.width = width;
+  // Rows per block: as many as fit, but few enough that every multiprocessor gets a block
+  // or two when the batch allows.
+  int fit = std::min(64, kMlpSmemBytes / (2 * width * static_cast<int>(sizeof(float)))) / 4 * 4;
+  long long spread = (M + 2LL * dev_.sms - 1) / (2LL * dev_.sms);
+  int rows = static_cast<int>(std::max(4LL, std::min<long long>(fit, (spread + 3) / 4 * 4)));
+  desc.rows = rows;
+  int m = static_cast<int>(M);
+  cu::CUdeviceptr pin = s.dptr[in];
+  unsigned smem = static_cast<unsigned>(2 * rows * width * sizeof(float));
+  c.Launch("onnxrl_mlp", static_cast<unsigned>((M + rows - 1) / rows), 1, 256, smem, {&pin, &m, &desc});
+}
+
+void CudaExecutor::CopyIn(Sig& s) {
+  const auto& a = dev_.api();
+  for (size_t i = 0; i < plan_.inputs.size(); i++) {
+    if (s.in_bytes[i] == 0) continue;
+    CuCheck(a, a.cuMemcpyHtoDAsync_v2(s.dptr[plan_.inputs[i]], in_data_[i], s.in_bytes[i], stream_), "cuMemcpyHtoDAsync");
+  }
+}
+
+void CudaExecutor::CopyOut(Sig& s) {
+  const auto& a = dev_.api();
+  for (size_t i = 0; i < plan_.outputs.size(); i++) {
+    const Value& val = plan_.values[plan_.outputs[i]];
+    if (val.input >= 0 || val.is_const || s.out_bytes[i] == 0) continue;
+    CuCheck(a, a.cuMemcpyDtoHAsync_v2(out_data_[i], s.dptr[plan_.outputs[i]], s.out_bytes[i], stream_),
+            "cuMemcpyDtoHAsync");
+  }
+}
+
+// Profile runs a signature eagerly with a synchronization after each phase and adds the
+// phases' times to the signature's profile (printed when the executor is released).
+void CudaExecutor::Profile(Sig& s) {
+  const auto& a = dev_.api();
+  auto sync = [&] { CuCheck(a, a.cuStreamSynchronize(stream_), "cuStreamSynchronize"); };
+  auto t0 = std::chrono::steady_clock::now();
+  if (!s.direct)
+    for (size_t i = 0; i < s.in_bytes.size(); i++) std::memcpy(s.pin_in[i], in_data_[i], s.in_bytes[i]);
+  auto t1 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < plan_.inputs.size(); i++) {
+    if (s.in_bytes[i] == 0) continue;
+    const void* src = s.direct ? in_data_[i] : s.pin_in[i];
+    CuCheck(a, a.cuMemcpyHtoDAsync_v2(s.dptr[plan_.inputs[i]], src, s.in_bytes[i], stream_), "cuMemcpyHtoDAsync");
+  }
+  sync();
+  auto t2 = std::chrono::steady_clock::now();
+  RecordKernels(s, false);
+  sync();
+  auto t3 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < plan_.outputs.size(); i++) {
+    const Value& val = plan_.values[plan_.outputs[i]];
+    if (val.input >= 0 || val.is_const || s.out_bytes[i] == 0) continue;
+    void* dst = s.direct ? out_data_[i] : s.pin_out[i];
+    CuCheck(a, a.cuMemcpyDtoHAsync_v2(dst, s.dptr[plan_.outputs[i]], s.out_bytes[i], stream_), "cuMemcpyDtoHAsync");
+  }
+  sync();
+  auto t4 = std::chrono::steady_clock::now();
+  if (!s.direct)
+    for (size_t i = 0; i < s.out_bytes.size(); i++) std::memcpy(out_data_[i], s.pin_out[i], s.out_bytes[i]);
+  auto t5 = std::chrono::steady_clock::now();
+  s.runs++;
+  s.us_stage_in += Micros(t0, t1);
+  s.us_h2d += Micros(t1, t2);
+  s.us_kernels += Micros(t2, t3);
+  s.us_d2h += Micros(t3, t4);
+  s.us_stage_out += Micros(t4, t5);
+}
+
+void CudaExecutor::Record(Sig& s, bool capturing) {
+  const auto& a = dev_.api();
+  if (!s.direct) {
+    for (size_t i = 0; i < plan_.inputs.size(); i++) {
+      if (s.in_bytes[i] == 0) continue;
+      CuCheck(a, a.cuMemcpyHtoDAsync_v2(s.dptr[plan_.inputs[i]], s.pin_in[i], s.in_bytes[i], stream_),
+              "cuMemcpyHtoDAsync");
+    }
+  }
+  RecordKernels(s, capturing);
+  if (s.direct) return;
+  for (size_t i = 0; i < plan_.outputs.size(); i++) {
+    const Value& val = plan_.values[plan_.outputs[i]];
+    if (val.input >= 0 || val.is_const || s.out_bytes[i] == 0) continue;
+    CuCheck(a, a.cuMemcpyDtoHAsync_v2(s.pin_out[i], s.dptr[plan_.outputs[i]], s.out_bytes[i], stream_),
+            "cuMemcpyDtoHAsync");
+  }
+}
+
+void CudaExecutor::RecordKernels(Sig& s, bool capturing) {
+  for (size_t si = 0; si < plan_.steps.size(); si++) {
+    auto group = groups_.find(si);
+    if (group != groups_.end()) {
+      Mlp(s, group->second);
+      continue;
+    }
+    if (in_group_[si]) continue;
+    DeviceContext c(*this, s.run, s.dptr, s.scratch, si, capturing);
+    try {
+      plan_.steps[si]->Device(c);
+    } catch (Error& e) {
+      throw Error{"node " + plan_.steps[si]->node + ": " + e.msg};
+    }
+  }
+}
+
+OrtStatus* CudaExecutor::Compute(OrtKernelContext* ctx) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto& a = dev_.api();
+    dev_.MakeCurrent();
+    size_t nin = plan_.inputs.size();
+    in_data_.resize(nin);
+    in_dims_.resize(nin);
+    in_ranks_.resize(nin);
+    for (size_t i = 0; i < nin; i++) {
+      const OrtValue* v = nullptr;
+      Check(g_ort->KernelContext_GetInput(ctx, i, &v), "KernelContext_GetInput");
+      if (v == nullptr) throw Error{"input " + std::to_string(i) + " is missing"};
+      ONNXTensorElementDataType t;
+      Check(g_ort->GetTensorElementTypeAndShapeDataReference(v, &t, &in_dims_[i], &in_ranks_[i]), "input shape");
+      if (t != plan_.values[plan_.inputs[i]].type) {
+        throw Error{"input " + plan_.values[plan_.inputs[i]].name + " has an unexpected element type"};
+      }
+      Check(g_ort->GetTensorData(v, &in_data_[i]), "GetTensorData");
+    }
+    Sig& s = Resolve(in_dims_, in_ranks_);
+    out_data_.resize(plan_.outputs.size());
+    for (size_t i = 0; i < plan_.outputs.size(); i++) {
+      const auto& shape = s.run.shapes[plan_.outputs[i]];
+      OrtValue* out = nullptr;
+      Check(g_ort->KernelContext_GetOutput(ctx, i, shape.data(), shape.size(), &out), "KernelContext_GetOutput");
+      Check(g_ort->GetTensorMutableData(out, &out_data_[i]), "GetTensorMutableData");
+    }
+    const bool replay = s.graph != nullptr;
+    if (Profiling()) {
+      Profile(s);
+    } else {
+      if (s.direct) {
+        CopyIn(s);
+      } else {
+        for (size_t i = 0; i < nin; i++)
+          if (s.in_bytes[i] > 0) std::memcpy(s.pin_in[i], in_data_[i], s.in_bytes[i]);
+      }
+      if (replay) {
+        CuCheck(a, a.cuGraphLaunch(s.graph, stream_), "cuGraphLaunch");
+      } else {
+        Record(s, false);
+      }
+      if (s.direct) CopyOut(s);
+      CuCheck(a, a.cuStreamSynchronize(stream_), "running the kernels (cuStreamSynchronize)");
+      if (!s.direct)
+        for (size_t i = 0; i < plan_.outputs.size(); i++)
+          if (s.out_bytes[i] > 0) std::memcpy(out_data_[i], s.pin_out[i], s.out_bytes[i]);
+    }
+    // Outputs that are inputs or constants are copied on the host.
+    for (size_t i = 0; i < plan_.outputs.size(); i++) {
+      const Value& val = plan_.values[plan_.outputs[i]];
+      if (s.out_bytes[i] == 0 || (val.input < 0 && !val.is_const)) continue;
+      const void* src = val.input >= 0 ? in_data_[val.input]
+                        : val.c.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 ? static_cast<const void*>(val.c.i.data())
+                                                                            : static_cast<const void*>(val.c.f.data());
+      std::memcpy(out_data_[i], src, s.out_bytes[i]);
+    }
+    if (!replay && UseGraphs() && !Profiling()) {
+      // The next run of this signature replays the same launches from a graph.
+      CuCheck(a, a.cuStreamBeginCapture_v2(stream_, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+      cu::CUgraph g = nullptr;
+      try {
+        Record(s, true);
+      } catch (...) {
+        a.cuStreamEndCapture(stream_, &g);
+        if (g != nullptr) a.cuGraphDestroy(g);
+        throw;
+      }
+      CuCheck(a, a.cuStreamEndCapture(stream_, &g), "cuStreamEndCapture");
+      cu::CUresult r = a.cuGraphInstantiateWithFlags(&s.graph, g, 0);
+      a.cuGraphDestroy(g);
+      CuCheck(a, r, "cuGraphInstantiate");
+    }
+    return nullptr;
+  } catch (Error& e) {
+    return Fail(plan_.name + " (cuda:" + std::to_string(dev_.id) + "): " + e.msg);
+  } catch (std::exception& e) {
+    return Fail(plan_.name + " (cuda:" + std::to_string(dev_.id) + "): " + e.what());
+  } catch (...) {
+    return Fail(plan_.name + ": unknown failure");
+  }
+}
+
+}  // namespace onnxrl_ep

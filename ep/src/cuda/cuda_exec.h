@@ -1,0 +1,122 @@
+// The CUDA backend: a plan run on one GPU. Weights stay resident on the device; inputs and
+// outputs are staged through pinned host buffers with asynchronous copies on one stream per
+// executor; each input signature (in practice each batch size) gets its device buffers once,
+// runs eagerly the first time and is then captured into a CUDA graph that later runs replay.
+// The runtime's tensors stay on the CPU (the factory registers no device allocator).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../plan.h"
+#include "cuda_api.h"
+#include "device_context.h"
+#include "loader.h"
+
+namespace onnxrl_ep {
+
+// CudaDevice is one GPU with its primary context and the backend's compiled kernels, opened
+// once per process and device id and shared by every executor on it.
+struct CudaDevice {
+  const Driver* driver = nullptr;
+  int id = 0;
+  cu::CUdevice dev = 0;
+  cu::CUcontext ctx = nullptr;
+  cu::CUmodule module = nullptr;
+  std::string name;
+  int cc = 0;  // compute capability, e.g. 90
+  int sms = 0;
+  std::string target;  // what NVRTC built: sm_90 or compute_90
+  std::string nvrtc;   // which NVRTC, for messages
+  std::unordered_map<std::string, cu::CUfunction> functions;
+
+  cu::CUfunction Function(const std::string& name) const;
+  // MakeCurrent makes the context current on the calling thread.
+  void MakeCurrent() const;
+  const cu::DriverApi& api() const { return driver->api; }
+};
+
+// OpenCudaDevice loads the driver and NVRTC, checks device id exists, and compiles (or reads
+// from the cache) the kernels for it. Throws Error naming what is missing.
+CudaDevice& OpenCudaDevice(int id);
+
+// UseGraphs reports whether signatures are captured into CUDA graphs ($ONNXRL_CUDA_GRAPHS=0
+// turns it off, for measuring what the graphs buy).
+bool UseGraphs();
+// DirectBytes is the size of a run's inputs and outputs together from which they are copied
+// straight from and to the runtime's (pageable) tensors, the driver staging them, instead of
+// through the signature's pinned buffers and a host copy ($ONNXRL_CUDA_DIRECT_BYTES overrides,
+// for measuring).
+size_t DirectBytes();
+
+class CudaExecutor {
+ public:
+  CudaExecutor(Plan plan, CudaDevice& dev);
+  ~CudaExecutor();
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  OrtStatus* Compute(OrtKernelContext* ctx) noexcept;
+  const Plan& plan() const { return plan_; }
+  // Fused is how many groups of Dense steps run as one onnxrl_mlp launch each.
+  size_t fused() const { return groups_.size(); }
+
+ private:
+  friend class DeviceContext;
+
+  // Sig is one input signature: host-side shapes and the device state of its runs.
+  struct Sig {
+    Run run;
+    std::vector<cu::CUdeviceptr> dptr;  // per value
+    std::vector<cu::CUdeviceptr> owned;
+    std::vector<void*> pin_in, pin_out;    // per fused input / output (staged copies only)
+    std::vector<size_t> in_bytes, out_bytes;
+    bool direct = false;  // copies straight from and to the runtime's tensors (DirectBytes)
+    // The profile ($ONNXRL_CUDA_PROFILE=1): runs and microseconds in each phase.
+    long long runs = 0;
+    double us_stage_in = 0, us_h2d = 0, us_kernels = 0, us_d2h = 0, us_stage_out = 0;
+    DeviceContext::ScratchMap scratch;  // (step, index) -> buffer and its floats
+    cu::CUgraphExec graph = nullptr;
+  };
+
+  Sig& Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks);
+  void Release(Sig& s);
+  void Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what);
+  // Record issues a signature's whole run on the stream: input copies, kernels, output copies.
+  void Record(Sig& s, bool capturing);
+  // RecordKernels issues the steps' launches alone (the fused MLP chains as one each).
+  void RecordKernels(Sig& s, bool capturing);
+  // MlpGroup: Dense steps run as one onnxrl_mlp launch: a chain (trunk) whose last output only
+  // the heads read, or heads alone that share one input.
+  struct MlpGroup {
+    std::vector<size_t> trunk, heads;
+  };
+  void Mlp(Sig& s, const MlpGroup& g);
+  // CopyIn and CopyOut are a direct signature's copies from and to the runtime's tensors.
+  void CopyIn(Sig& s);
+  void CopyOut(Sig& s);
+  void Profile(Sig& s);
+  void FindGroups();
+
+  static constexpr size_t kMaxSigs = 16;
+
+  Plan plan_;
+  CudaDevice& dev_;
+  cu::CUstream stream_ = nullptr;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Sig>> sigs_;
+  std::unordered_map<const void*, cu::CUdeviceptr> resident_;
+  std::vector<cu::CUdeviceptr> consts_;  // per value: constants uploaded at construction (0 otherwise)
+  std::map<size_t, MlpGroup> groups_;  // by the group's first step
+  std::vector<bool> in_group_;         // per step: run inside a group
+  std::vector<const void*> in_data_;
+  std::vector<void*> out_data_;
+  std::vector<const int64_t*> in_dims_;
+  std::vector<size_t> in_ranks_;
+};
+
+}  // namespace onnxrl_ep

@@ -1,0 +1,290 @@
+// The CUDA backend's kernels. NVRTC compiles them at first use for the GPU in hand; the build
+// puts the text of kernels.h (the element math the host backend runs too) before this file's
+// (device_source.cc). Every kernel is extern "C" so that the backend finds it by name, and
+// loops over its elements grid-stride unless it says otherwise, so any grid size is correct.
+//
+// Host-side mirrors of the argument structs are in device_args.h; keep the two in step.
+
+namespace onnxrl_ep {
+namespace dev {
+
+// Dims: up to 8 dimensions or element strides, passed by value.
+struct Dims {
+  long long d[8];
+};
+
+constexpr int kMaxMlpLayers = 8;
+
+constexpr int kMaxMlpHeads = 4;
+
+// MlpDesc: dense layers run by onnxrl_mlp: a trunk (the first layers - heads, each reading
+// the last's output) and heads (the last `heads` layers, each reading the trunk's output, or the
+// input when there is no trunk, and writing out[h]). rows is the tile of rows a block owns,
+// width the widest row kept in shared memory.
+struct MlpDesc {
+  int layers;
+  int heads;
+  int rows;
+  int width;
+  int k[kMaxMlpLayers];
+  int n[kMaxMlpLayers];
+  int act[kMaxMlpLayers];
+  float a[kMaxMlpLayers];
+  float b[kMaxMlpLayers];
+  const float* w[kMaxMlpLayers];
+  const float* bias[kMaxMlpLayers];
+  float* out[kMaxMlpHeads];
+};
+
+__device__ inline long long GlobalThread() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ inline long long GridThreads() { return (long long)gridDim.x * blockDim.x; }
+
+}  // namespace dev
+}  // namespace onnxrl_ep
+
+using onnxrl_ep::dev::Dims;
+using onnxrl_ep::dev::MlpDesc;
+
+// out[i] = act(in[i])
+extern "C" __global__ void onnxrl_unary(const float* in, float* out, long long n, int act, float a, float b) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads())
+    out[i] = onnxrl_ep::ApplyAct(act, in[i], a, b);
+}
+
+// out[i] = a[..] op b[..] over out's dims, each input read through its broadcast strides.
+extern "C" __global__ void onnxrl_binary(const float* a, const float* b, float* out, long long n, int rank, int op,
+                                         Dims dims, Dims sa, Dims sb) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long rem = i, oa = 0, ob = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+      long long q = rem % dims.d[d];
+      rem /= dims.d[d];
+      oa += q * sa.d[d];
+      ob += q * sb.d[d];
+    }
+    out[i] = onnxrl_ep::ApplyBin(op, a[oa], b[ob]);
+  }
+}
+
+// out[i...] = in[base + sum(i[d] * strides[d])] over out's dims (Transpose, Slice).
+extern "C" __global__ void onnxrl_strided(const float* in, long long base, float* out, long long n, int rank,
+                                          Dims dims, Dims strides) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long rem = i, off = base;
+    for (int d = rank - 1; d >= 0; d--) {
+      long long q = rem % dims.d[d];
+      rem /= dims.d[d];
+      off += q * strides.d[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+// dst[r * dpitch + c] = src[r * spitch + c] (Concat, Split, Gather: blocks of rows).
+extern "C" __global__ void onnxrl_copy2d(const float* src, long long spitch, float* dst, long long dpitch,
+                                         long long rows, long long cols) {
+  long long n = rows * cols;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long r = i / cols, c = i % cols;
+    dst[r * dpitch + c] = src[r * spitch + c];
+  }
+}
+
+extern "C" __global__ void onnxrl_fill(float* out, long long n, float v) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) out[i] = v;
+}
+
+// Softmax or LogSoftmax along the middle of [outer, len, inner]: one thread per row.
+extern "C" __global__ void onnxrl_softmax(const float* in, float* out, long long outer, long long len,
+                                          long long inner, int log) {
+  long long rows = outer * inner;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < rows; i += onnxrl_ep::dev::GridThreads()) {
+    long long o = i / inner, j = i % inner;
+    const float* x = in + o * len * inner + j;
+    float* y = out + o * len * inner + j;
+    float mx = -INFINITY;
+    for (long long k = 0; k < len; k++) mx = fmaxf(mx, x[k * inner]);
+    float sum = 0.0f;
+    for (long long k = 0; k < len; k++) sum += expf(x[k * inner] - mx);
+    if (log) {
+      float ls = logf(sum);
+      for (long long k = 0; k < len; k++) y[k * inner] = x[k * inner] - mx - ls;
+    } else {
+      for (long long k = 0; k < len; k++) y[k * inner] = expf(x[k * inner] - mx) / sum;
+    }
+  }
+}
+
+// onnxrl_gemm: out[m][n] = act(sum_k a[m][k] w[k][n] + bias[n] + (accum ? out[m][n] : 0)) for
+// m < M, n < N, with row pitches lda, ldw, ldo. A block of 256 threads computes a 64x64 tile
+// of out, each thread 4 rows by 4 columns (columns 16 apart, so that a warp's loads and stores
+// are contiguous), over K in steps of 16 staged in shared memory.
+// Grid: (ceil(N / 64), ceil(M / 64)); block: 256.
+#define ONNXRL_GEMM_TILE 64
+#define ONNXRL_GEMM_TK 16
+extern "C" __global__ void __launch_bounds__(256)
+    onnxrl_gemm(const float* __restrict__ a, long long lda, const float* __restrict__ w, long long ldw,
+                const float* __restrict__ bias, float* out, long long ldo, int M, int N, int K, int accum, int act,
+                float pa, float pb) {
+  __shared__ float as[ONNXRL_GEMM_TK][ONNXRL_GEMM_TILE + 4];  // as[k][m]: a transposed
+  __shared__ float ws[ONNXRL_GEMM_TK][ONNXRL_GEMM_TILE];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const long long m0 = (long long)blockIdx.y * ONNXRL_GEMM_TILE;
+  const int n0 = blockIdx.x * ONNXRL_GEMM_TILE;
+  float acc[4][4];
+  for (int r = 0; r < 4; r++)
+    for (int c = 0; c < 4; c++) acc[r][c] = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += ONNXRL_GEMM_TK) {
+    for (int i = threadIdx.x; i < ONNXRL_GEMM_TILE * ONNXRL_GEMM_TK; i += 256) {
+      int mm = i / ONNXRL_GEMM_TK, kk = i % ONNXRL_GEMM_TK;
+      long long gm = m0 + mm;
+      int gk = k0 + kk;
+      as[kk][mm] = (gm < M && gk < K) ? a[gm * lda + gk] : 0.0f;
+    }
+    for (int i = threadIdx.x; i < ONNXRL_GEMM_TILE * ONNXRL_GEMM_TK; i += 256) {
+      int kk = i / ONNXRL_GEMM_TILE, nn = i % ONNXRL_GEMM_TILE;
+      int gk = k0 + kk, gn = n0 + nn;
+      ws[kk][nn] = (gk < K && gn < N) ? w[(long long)gk * ldw + gn] : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < ONNXRL_GEMM_TK; kk++) {
+      float av[4], wv[4];
+      for (int r = 0; r < 4; r++) av[r] = as[kk][ty * 4 + r];
+      for (int c = 0; c < 4; c++) wv[c] = ws[kk][tx + 16 * c];
+      for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) acc[r][c] += av[r] * wv[c];
+    }
+    __syncthreads();
+  }
+  for (int r = 0; r < 4; r++) {
+    long long gm = m0 + ty * 4 + r;
+    if (gm >= M) continue;
+    for (int c = 0; c < 4; c++) {
+      int gn = n0 + tx + 16 * c;
+      if (gn >= N) continue;
+      float v = acc[r][c];
+      if (bias != nullptr) v += bias[gn];
+      if (accum) v += out[gm * ldo + gn];
+      out[gm * ldo + gn] = onnxrl_ep::ApplyAct(act, v, pa, pb);
+    }
+  }
+}
+
+// MlpLayer: out[r][j] = act(sum_k src[r][k] w[k][j] + bias[j]) for r < rows (a multiple of
+// 4 rows is computed; those past rows are written only when out is shared memory), each
+// thread 4 rows of one column at a time.
+__device__ inline void MlpLayer(const float* __restrict__ src, int K, int N, const float* __restrict__ w,
+                                const float* __restrict__ bias, int act, float pa, float pb, float* __restrict__ o,
+                                int rows, bool global) {
+  const int groups = (rows + 3) / 4;
+  for (int idx = threadIdx.x; idx < groups * N; idx += blockDim.x) {
+    const int j = idx % N, r = (idx / N) * 4;
+    const float b0 = bias != nullptr ? bias[j] : 0.0f;
+    float a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+    const float* s = src + r * K;
+    for (int k = 0; k < K; k++) {
+      const float wv = __ldg(w + k * N + j);
+      a0 += s[k] * wv;
+      a1 += s[K + k] * wv;
+      a2 += s[2 * K + k] * wv;
+      a3 += s[3 * K + k] * wv;
+    }
+    o[r * N + j] = onnxrl_ep::ApplyAct(act, a0, pa, pb);
+    if (r + 1 < rows || !global) o[(r + 1) * N + j] = onnxrl_ep::ApplyAct(act, a1, pa, pb);
+    if (r + 2 < rows || !global) o[(r + 2) * N + j] = onnxrl_ep::ApplyAct(act, a2, pa, pb);
+    if (r + 3 < rows || !global) o[(r + 3) * N + j] = onnxrl_ep::ApplyAct(act, a3, pa, pb);
+  }
+}
+
+// onnxrl_mlp: a policy's dense layers in one kernel. A block owns d.rows rows (a multiple of
+// 4) and carries them through the trunk in shared memory (two buffers of d.rows x d.width
+// floats, passed as the dynamic shared size); weights are read through the L1/L2 caches, bias
+// and activation applied in registers. Only the heads write to global memory.
+// Grid: ceil(M / d.rows); block: 256; dynamic shared memory: 2 * d.rows * d.width floats.
+extern "C" __global__ void __launch_bounds__(256) onnxrl_mlp(const float* __restrict__ in, int M, MlpDesc d) {
+  extern __shared__ float onnxrl_smem[];
+  float* src = onnxrl_smem;
+  float* dst = onnxrl_smem + d.rows * d.width;
+  const long long r0 = (long long)blockIdx.x * d.rows;
+  const int rows = (int)(M - r0 < d.rows ? M - r0 : d.rows);
+  const int k0 = d.k[0];
+  for (int i = threadIdx.x; i < d.rows * k0; i += blockDim.x) src[i] = i < rows * k0 ? in[r0 * k0 + i] : 0.0f;
+  __syncthreads();
+  const int trunk = d.layers - d.heads;
+  for (int l = 0; l < trunk; l++) {
+    MlpLayer(src, d.k[l], d.n[l], d.w[l], d.bias[l], d.act[l], d.a[l], d.b[l], dst, rows, false);
+    __syncthreads();
+    float* t = src;
+    src = dst;
+    dst = t;
+  }
+  for (int h = 0; h < d.heads; h++) {
+    const int l = trunk + h;
+    MlpLayer(src, d.k[l], d.n[l], d.w[l], d.bias[l], d.act[l], d.a[l], d.b[l], d.out[h] + r0 * d.n[l], rows, true);
+  }
+}
+
+// LSTM: one time step's cell over [B, H], gates [B, 4H] in ONNX order i, o, f, c with both
+// biases and both products summed. Reads c_prev, writes c_out and h_out (c_out may be c_prev);
+// y (this step's slice of Y) may be null.
+extern "C" __global__ void onnxrl_lstm_cell(const float* gates, const float* c_prev, float* c_out, float* h_out,
+                                            float* y, long long B, int H) {
+  long long n = B * H;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long b = i / H;
+    int j = (int)(i % H);
+    const float* g = gates + b * 4 * H;
+    float cv = c_prev[i];
+    float hv = onnxrl_ep::LstmCell(g[j], g[H + j], g[2 * H + j], g[3 * H + j], &cv);
+    c_out[i] = cv;
+    h_out[i] = hv;
+    if (y != nullptr) y[i] = hv;
+  }
+}
+
+// GRU with linear_before_reset: gx = x Wx + bx, gh = h Wh + bh, both [B, 3H] (z, r, n). Reads
+// h_prev, writes h_out (which may be h_prev) and y (may be null).
+extern "C" __global__ void onnxrl_gru_lbr(const float* gx, const float* gh, const float* h_prev, float* h_out,
+                                          float* y, long long B, int H) {
+  long long n = B * H;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long b = i / H;
+    int j = (int)(i % H);
+    const float* ax = gx + b * 3 * H;
+    const float* ah = gh + b * 3 * H;
+    float z = onnxrl_ep::GruGate(ax[j] + ah[j]);
+    float r = onnxrl_ep::GruGate(ax[H + j] + ah[H + j]);
+    float hv = onnxrl_ep::GruOut(z, ax[2 * H + j] + r * ah[2 * H + j], h_prev[i]);
+    h_out[i] = hv;
+    if (y != nullptr) y[i] = hv;
+  }
+}
+
+// GRU (default form), first half: rh = sigmoid(r) * h_prev, with r's sums from gx and gh.
+extern "C" __global__ void onnxrl_gru_reset(const float* gx, const float* gh, const float* h_prev, float* rh,
+                                            long long B, int H) {
+  long long n = B * H;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long b = i / H;
+    int j = (int)(i % H);
+    float r = onnxrl_ep::GruGate(gx[b * 3 * H + H + j] + gh[b * 3 * H + H + j]);
+    rh[i] = r * h_prev[i];
+  }
+}
+
+// GRU (default form), second half: the new h from z and the candidate's sums (gh's last third
+// holds (r * h) Wh_n + bh_n by now). Reads h_prev, writes h_out (may be h_prev) and y.
+extern "C" __global__ void onnxrl_gru_out(const float* gx, const float* gh, const float* h_prev, float* h_out,
+                                          float* y, long long B, int H) {
+  long long n = B * H;
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long b = i / H;
+    int j = (int)(i % H);
+    const float* ax = gx + b * 3 * H;
+    const float* ah = gh + b * 3 * H;
+    float z = onnxrl_ep::GruGate(ax[j] + ah[j]);
+    float hv = onnxrl_ep::GruOut(z, ax[2 * H + j] + ah[2 * H + j], h_prev[i]);
+    h_out[i] = hv;
+    if (y != nullptr) y[i] = hv;
+  }
+}
