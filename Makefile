@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools python-test python-deps nats-server vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
+.PHONY: all build run test go-test native native-test native-tools nvrtc python-test python-deps nats-server vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -37,12 +37,17 @@ go-test: onnxruntime native vet python-deps nats-server
 # The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
 # (build/lib/libonnxrl_ep.so), the C++ example, the C and C++ tests.
 BUILD_DIR ?= build
-native: native-tools
+native: native-tools nvrtc
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD_DIR) -j2
 
 native-test: onnxruntime native
 	ctest --test-dir $(BUILD_DIR) --output-on-failure
+
+# NVRTC from PyPI's nvidia-cuda-nvrtc-cu12 wheel under third_party/nvrtc (sha256-pinned), for
+# the CTest that compiles the CUDA backend's kernels without a GPU (ep_cuda_compile).
+nvrtc:
+	bash scripts/install-nvrtc.sh
 
 # Debian's nats-server, when missing: the scale-out tests also run against a separately
 # installed server (scaleout/external_test.go).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,4 +82,23 @@ func TestInferNative(t *testing.T) {
 			assert.InDelta(t, want[i], nat[k][i], 1e-5*max(1, math.Abs(want[i])), "%s[%d]", k, i)
 		}
 	}
+}
+
+// TestRunCUDANoDriver runs `sample run --device native:cuda:0` in a child process whose driver
+// library does not exist: exit status 1 and an error that names the missing library (never a
+// silent fallback to the host backend).
+func TestRunCUDANoDriver(t *testing.T) {
+	if os.Getenv("ONNXRL_TEST_NO_DRIVER_CHILD") == "1" {
+		code, _, errs := runCLI("run", "--env", "CartPole-v1", "--num-envs", "2", "--steps", "10", "--device", "native:cuda:0")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errs, "the NVIDIA driver library was not found")
+		assert.Contains(t, errs, "/nonexistent/libcuda.so.1")
+		return
+	}
+	needRuntime(t)
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRunCUDANoDriver$", "-test.v")
+	cmd.Env = append(os.Environ(), "ONNXRL_TEST_NO_DRIVER_CHILD=1", "ONNXRL_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestRunCUDANoDriver")
 }

@@ -1091,8 +1091,24 @@ static void test_env_recurrent(void) {
     EXPECT(onnxrl_env_close(e), ONNXRL_OK);
 }
 
+/* native:cuda:0 where the driver library is missing: a clear error naming it, never a silent
+ * fallback to the host backend (main points ONNXRL_CUDA_DRIVER_LIBRARY at a missing file). */
+static void test_policy_cuda_without_driver(void) {
+    onnxrl_policy *p = NULL;
+    int st = STATUS(onnxrl_policy_open("cartpole_mlp", "{\"device\": \"native:cuda:0\"}", &p));
+    CHECKF(st != ONNXRL_OK, "onnxrl_policy_open on native:cuda:0 without a driver succeeded");
+    if (st == ONNXRL_OK) {
+        onnxrl_policy_close(p);
+        return;
+    }
+    EXPECT_MSG("NVIDIA driver library was not found");
+    EXPECT_MSG("/nonexistent-onnxrl-dir/libcuda.so.1");
+}
+
 int main(void) {
     make_tmpdir();
+    /* Before any session: the CUDA backend reads it once, when it first loads the driver. */
+    setenv("ONNXRL_CUDA_DRIVER_LIBRARY", "/nonexistent-onnxrl-dir/libcuda.so.1", 1);
 
     test_abi_and_status_names();
     test_last_error_per_thread();
@@ -1114,6 +1130,7 @@ int main(void) {
     test_episode_timeout();
     test_env_greedy_matches_policy();
     test_env_recurrent();
+    test_policy_cuda_without_driver();
 
     remove_tmpdir();
     printf("%d passed, %d failed\n", g_passed, g_failed);
