@@ -42,9 +42,10 @@ var (
 
 // RegisterNative registers the provider library at path with the runtime (initializing the
 // runtime if needed). A process registers one library once: a second call returns an error
-// wrapping ErrNativeRegistered (ErrNativeNotFound first when path does not exist). Sessions with device "native" register the library found by
-// the look-up (NativeLibraryEnv, the AlsoLookIn directories, the project's build/lib, the
-// system's library path) when RegisterNative was not called first.
+// wrapping ErrNativeRegistered (or ErrNativeNotFound, whenever path does not exist). Sessions
+// with device "native" register the library found by the look-up (NativeLibraryEnv, the
+// AlsoLookIn directories, the project's build/lib, the system's library path) when
+// RegisterNative was not called first.
 func RegisterNative(path string) error {
 	if err := Init(); err != nil {
 		return err

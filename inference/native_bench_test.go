@@ -45,22 +45,7 @@ func BenchmarkNativeVsCPU(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				var tc, tn time.Duration
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					if err := cpu.Run(); err != nil {
-						b.Fatal(err)
-					}
-					t1 := time.Now()
-					if err := nat.Run(); err != nil {
-						b.Fatal(err)
-					}
-					t2 := time.Now()
-					tc += t1.Sub(t0)
-					tn += t2.Sub(t1)
-				}
+				tc, tn := alternate(b, cpu, nat)
 				b.ReportMetric(float64(tc.Nanoseconds())/float64(b.N), "cpu-ns/run")
 				b.ReportMetric(float64(tn.Nanoseconds())/float64(b.N), "native-ns/run")
 				b.ReportMetric(float64(tn)/float64(tc), "native/cpu")
@@ -108,22 +93,7 @@ func BenchmarkNativeCUDAVsCPU(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				var tc, tg time.Duration
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					if err := cpu.Run(); err != nil {
-						b.Fatal(err)
-					}
-					t1 := time.Now()
-					if err := gpu.Run(); err != nil {
-						b.Fatal(err)
-					}
-					t2 := time.Now()
-					tc += t1.Sub(t0)
-					tg += t2.Sub(t1)
-				}
+				tc, tg := alternate(b, cpu, gpu)
 				b.ReportMetric(float64(tc.Nanoseconds())/1e3/float64(b.N), "cpu-us/run")
 				b.ReportMetric(float64(tg.Nanoseconds())/1e3/float64(b.N), "cuda-us/run")
 				b.ReportMetric(float64(n)*float64(b.N)/tg.Seconds(), "cuda-samples/s")
@@ -131,4 +101,24 @@ func BenchmarkNativeCUDAVsCPU(b *testing.B) {
 			})
 		}
 	}
+}
+
+// alternate runs a then c, b.N times each, alternating (allocations reported), and returns the
+// time each took in all.
+func alternate(b *testing.B, a, c *Session) (ta, tc time.Duration) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := a.Run(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+		ta += t1.Sub(t0)
+		tc += time.Since(t1)
+	}
+	return ta, tc
 }

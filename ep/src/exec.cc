@@ -94,24 +94,29 @@ void Executor::Execute(Run& r) {
   }
 }
 
+void Inputs::Read(OrtKernelContext* ctx, const Plan& plan) {
+  size_t n = plan.inputs.size();
+  data.resize(n);
+  dims.resize(n);
+  ranks.resize(n);
+  for (size_t i = 0; i < n; i++) {
+    const OrtValue* v = nullptr;
+    Check(g_ort->KernelContext_GetInput(ctx, i, &v), "KernelContext_GetInput");
+    if (v == nullptr) throw Error{"input " + std::to_string(i) + " is missing"};
+    ONNXTensorElementDataType t;
+    Check(g_ort->GetTensorElementTypeAndShapeDataReference(v, &t, &dims[i], &ranks[i]), "input shape");
+    const Value& val = plan.values[plan.inputs[i]];
+    if (t != val.type) throw Error{"input " + val.name + " has an unexpected element type"};
+    Check(g_ort->GetTensorData(v, &data[i]), "GetTensorData");
+  }
+}
+
 OrtStatus* Executor::Compute(OrtKernelContext* ctx) noexcept {
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    size_t nin = plan_.inputs.size();
-    in_data_.resize(nin);
-    in_dims_.resize(nin);
-    in_ranks_.resize(nin);
-    for (size_t i = 0; i < nin; i++) {
-      const OrtValue* v = nullptr;
-      Check(g_ort->KernelContext_GetInput(ctx, i, &v), "KernelContext_GetInput");
-      if (v == nullptr) throw Error{"input " + std::to_string(i) + " is missing"};
-      ONNXTensorElementDataType t;
-      Check(g_ort->GetTensorElementTypeAndShapeDataReference(v, &t, &in_dims_[i], &in_ranks_[i]), "input shape");
-      if (t != plan_.values[plan_.inputs[i]].type) throw Error{"input " + plan_.values[plan_.inputs[i]].name + " has an unexpected element type"};
-      Check(g_ort->GetTensorData(v, &in_data_[i]), "GetTensorData");
-    }
-    Run& r = Resolve(in_dims_, in_ranks_);
-    for (size_t i = 0; i < nin; i++) r.ptr[plan_.inputs[i]] = const_cast<void*>(in_data_[i]);
+    in_.Read(ctx, plan_);
+    Run& r = Resolve(in_.dims, in_.ranks);
+    for (size_t i = 0; i < in_.data.size(); i++) r.ptr[plan_.inputs[i]] = const_cast<void*>(in_.data[i]);
     for (size_t i = 0; i < plan_.outputs.size(); i++) {
       int v = plan_.outputs[i];
       const auto& shape = r.shapes[v];

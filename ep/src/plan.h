@@ -62,6 +62,16 @@ struct Run {
 // null). Throws Error when a step rejects its inputs' shapes.
 void InferRun(const Plan& p, Run& r);
 
+// Inputs is a run's fused inputs as the runtime hands them over: data, dims and ranks, kept by
+// each executor so that a steady-state run allocates nothing.
+struct Inputs {
+  std::vector<const void*> data;
+  std::vector<const int64_t*> dims;
+  std::vector<size_t> ranks;
+  // Read takes the inputs of ctx, checking that each has the plan's element type.
+  void Read(OrtKernelContext* ctx, const Plan& plan);
+};
+
 // Executor runs a plan on the host. Compute is safe to call from several threads (one at a time).
 class Executor {
  public:
@@ -81,9 +91,7 @@ class Executor {
   Plan plan_;
   std::mutex mu_;
   std::vector<Run> runs_;
-  std::vector<const void*> in_data_;
-  std::vector<const int64_t*> in_dims_;
-  std::vector<size_t> in_ranks_;
+  Inputs in_;
 };
 
 }  // namespace onnxrl_ep
