@@ -1,0 +1,136 @@
+package inference
+
+import (
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The fake CUDA driver (ep/tests/fakecuda, built by `make native`): the driver API and NVRTC
+// emulated on the host, running the backend's kernels compiled as host C++.
+const fakeCUDALibrary = "build/lib/libonnxrl_fakecuda.so"
+
+// fakeCUDAChildEnv names what a child process of TestNativeCUDAOnFakeDriver checks.
+const fakeCUDAChildEnv = "ONNXRL_TEST_FAKECUDA_CHILD"
+
+// fakeCUDABatches are small: the kernels run one block at a time on one CPU thread, and
+// `make test` runs the children race-built.
+var fakeCUDABatches = []int{1, 7, 256}
+
+// fakeCUDAModels are the models the child processes with other settings run.
+var fakeCUDAModels = []string{"../models/cartpole_mlp.onnx", "../models/lstm_policy.onnx"}
+
+// TestNativeCUDAOnFakeDriver runs the CUDA backend (native:cuda:0) on the CPU, in child
+// processes whose driver and NVRTC are the fake driver: every bundled model and every graph
+// of testdata/native against the CPU provider, graphs replayed on each batch's second run,
+// once with the work on the stream run as it is issued and once deferred to the stream's
+// synchronization (a result read too early shows); two models with graphs off, with direct
+// copies, and profiled; and running out of device memory, which fails the session with the
+// backend's error and nothing worse. The fake driver prints a line starting "onnxrl fakecuda: "
+// for every call the real driver would refuse; there must be none.
+func TestNativeCUDAOnFakeDriver(t *testing.T) {
+	if mode := os.Getenv(fakeCUDAChildEnv); mode != "" {
+		fakeCUDAChild(t, mode)
+		return
+	}
+	needNative(t)
+	var lib string
+	for _, root := range projectRoots() {
+		if p := filepath.Join(root, fakeCUDALibrary); fileExists(p) {
+			lib = p
+			break
+		}
+	}
+	if lib == "" {
+		t.Skipf("%s is not built (run `make native`)", fakeCUDALibrary)
+	}
+	for _, c := range []struct {
+		name, mode string
+		env        []string
+	}{
+		{"models", "models", nil},
+		{"models-deferred", "models", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
+		{"models-strict", "models", []string{"ONNXRL_FAKECUDA_DEFER=2"}},
+		{"graphs=0", "some", []string{"ONNXRL_CUDA_GRAPHS=0"}},
+		{"direct", "some", []string{"ONNXRL_CUDA_DIRECT_BYTES=0"}},
+		{"profile", "some", []string{"ONNXRL_CUDA_PROFILE=1"}},
+		{"out-of-memory", "oom", []string{"ONNXRL_FAKECUDA_MEM_LIMIT=4096"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestNativeCUDAOnFakeDriver$", "-test.v", "-test.count=1")
+			for _, kv := range os.Environ() {
+				name, _, _ := strings.Cut(kv, "=")
+				switch name {
+				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_FAKECUDA_MEM_LIMIT",
+					"ONNXRL_FAKECUDA_DEFER":
+					continue
+				}
+				cmd.Env = append(cmd.Env, kv)
+			}
+			cmd.Env = append(cmd.Env, fakeCUDAChildEnv+"="+c.mode, "ONNXRL_CUDA_DRIVER_LIBRARY="+lib,
+				"ONNXRL_NVRTC_LIBRARY="+lib, "ONNXRL_CUDA_CACHE="+t.TempDir())
+			cmd.Env = append(cmd.Env, c.env...)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), "--- PASS: TestNativeCUDAOnFakeDriver")
+			assert.NotContains(t, string(out), "--- SKIP")
+			assert.NotContains(t, string(out), "onnxrl fakecuda: ", "the fake driver refused a call:\n%s", out)
+		})
+	}
+}
+
+func fakeCUDAChild(t *testing.T, mode string) {
+	needNative(t)
+	switch mode {
+	case "models":
+		bundled, _ := filepath.Glob("../models/*.onnx")
+		graphs, _ := filepath.Glob("testdata/native/*.onnx")
+		require.NotEmpty(t, bundled)
+		require.NotEmpty(t, graphs)
+		for _, p := range append(bundled, graphs...) {
+			t.Run(filepath.Base(p), func(t *testing.T) { fakeCUDAMatch(t, p) })
+		}
+	case "some":
+		for _, p := range fakeCUDAModels {
+			t.Run(filepath.Base(p), func(t *testing.T) { fakeCUDAMatch(t, p) })
+		}
+	case "oom":
+		m, err := LoadFile("../models/cartpole_mlp.onnx")
+		require.NoError(t, err)
+		// The constants go up when the session opens, the weights and buffers at the first run:
+		// either fails.
+		s, err := NewSession(m, Options{Device: "native:cuda:0", Capacity: 256})
+		if err == nil {
+			defer s.Close()
+			require.NoError(t, s.SetBatch(256))
+			fillInputs(t, rand.New(rand.NewSource(1)), s, s)
+			err = s.Run()
+			require.Error(t, err, "a run within 4096 bytes of device memory")
+			again := s.Run()
+			require.Error(t, again, "the second run")
+			assert.Contains(t, again.Error(), "out of GPU memory")
+		}
+		require.Error(t, err)
+		t.Logf("error: %v", err)
+		assert.Contains(t, err.Error(), "out of GPU memory")
+	default:
+		t.Fatalf("%s=%q: unknown", fakeCUDAChildEnv, mode)
+	}
+}
+
+func fakeCUDAMatch(t *testing.T, path string) {
+	m, err := LoadFile(path)
+	require.NoError(t, err)
+	subs := matchOn(t, m, "native:cuda:0", fakeCUDABatches)
+	assert.NotEmpty(t, nodesOn(subs, NativeProvider))
+	if !strings.Contains(path, "cnn") {
+		assert.Empty(t, nodesOn(subs, "CPUExecutionProvider"), "nodes left on the CPU provider")
+	}
+}
