@@ -1,7 +1,8 @@
 // The CUDA backend: a plan run on one GPU. Weights stay resident on the device; inputs and
 // outputs are staged through pinned host buffers with asynchronous copies on one stream per
 // executor; each input signature (in practice each batch size) gets its device buffers once,
-// runs eagerly the first time and is then captured into a CUDA graph that later runs replay.
+// runs eagerly the first time and its launches are then captured into a CUDA graph that later
+// runs replay (the copies stay on the stream, outside the graph).
 // The runtime's tensors stay on the CPU (the factory registers no device allocator).
 #pragma once
 
@@ -78,7 +79,7 @@ class CudaExecutor {
     bool direct = false;  // copies straight from and to the runtime's tensors (DirectBytes)
     // The profile ($ONNXRL_CUDA_PROFILE=1): runs and microseconds in each phase.
     long long runs = 0;
-    double us_stage_in = 0, us_h2d = 0, us_kernels = 0, us_d2h = 0, us_stage_out = 0;
+    double us_in = 0, us_kernels = 0, us_out = 0;
     DeviceContext::ScratchMap scratch;  // (step, index) -> buffer and its floats
     cu::CUgraphExec graph = nullptr;
   };
@@ -86,8 +87,6 @@ class CudaExecutor {
   Sig& Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks);
   void Release(Sig& s);
   void Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what);
-  // Record issues a signature's whole run on the stream: input copies, kernels, output copies.
-  void Record(Sig& s, bool capturing);
   // RecordKernels issues the steps' launches alone (the fused MLP chains as one each).
   void RecordKernels(Sig& s, bool capturing);
   // MlpGroup: Dense steps run as one onnxrl_mlp launch: a chain (trunk) whose last output only
@@ -96,9 +95,12 @@ class CudaExecutor {
     std::vector<size_t> trunk, heads;
   };
   void Mlp(Sig& s, const MlpGroup& g);
-  // CopyIn and CopyOut are a direct signature's copies from and to the runtime's tensors.
+  // CopyIn and CopyOut issue a run's copies on the stream: straight from and to the runtime's
+  // tensors (direct), or through the pinned buffers (CopyIn fills them; Unstage empties them
+  // into the outputs after the stream is synchronized).
   void CopyIn(Sig& s);
   void CopyOut(Sig& s);
+  void Unstage(Sig& s);
   void Profile(Sig& s);
   void FindGroups();
 
@@ -113,10 +115,8 @@ class CudaExecutor {
   std::vector<cu::CUdeviceptr> consts_;  // per value: constants uploaded at construction (0 otherwise)
   std::map<size_t, MlpGroup> groups_;  // by the group's first step
   std::vector<bool> in_group_;         // per step: run inside a group
-  std::vector<const void*> in_data_;
+  Inputs in_;
   std::vector<void*> out_data_;
-  std::vector<const int64_t*> in_dims_;
-  std::vector<size_t> in_ranks_;
 };
 
 }  // namespace onnxrl_ep
