@@ -523,8 +523,8 @@ OrtStatus* CudaExecutor::Compute(OrtKernelContext* ctx) noexcept {
     if (Profiling()) {
       Profile(s);
     } else {
-      // The copies stay outside the graph: graph memcpy nodes of host memory measured slower
-      // than the same copies on the stream (H200: 63 against 52 us for the MLP at batch 4096).
+      // The copies stay outside the graph. On an H200, with the staged copies captured too, the
+      // MLP at batch 4096 took 63 us against 49-52 without a graph; outside, 60 against 65.
       CopyIn(s);
       if (replay) {
         CuCheck(a, a.cuGraphLaunch(s.graph, stream_), "cuGraphLaunch");
