@@ -61,6 +61,7 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 		{"direct", "some", []string{"ONNXRL_CUDA_DIRECT_BYTES=0"}},
 		{"profile", "some", []string{"ONNXRL_CUDA_PROFILE=1"}},
 		{"out-of-memory", "oom", []string{"ONNXRL_FAKECUDA_MEM_LIMIT=4096"}},
+		{"large-deferred", "large", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,6 +102,12 @@ func fakeCUDAChild(t *testing.T, mode string) {
 		for _, p := range fakeCUDAModels {
 			t.Run(filepath.Base(p), func(t *testing.T) { fakeCUDAMatch(t, p) })
 		}
+	case "large":
+		// Outputs of several 256 KiB chunks: staged through the pinned buffers chunk by chunk,
+		// each chunk copied out after its own event (deferred: a chunk read early is stale).
+		m, err := LoadFile("../models/lstm_policy.onnx")
+		require.NoError(t, err)
+		matchOn(t, m, "native:cuda:0", []int{2600})
 	case "oom":
 		m, err := LoadFile("../models/cartpole_mlp.onnx")
 		require.NoError(t, err)

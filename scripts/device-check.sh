@@ -62,7 +62,8 @@ step "2/3 speed: ours and the CPU provider"
   -test.benchtime 1s > "$OUT/speed_ours.txt" 2>&1)
 check "BenchmarkNativeCUDAVsCPU" $?
 # What each choice buys: no CUDA graphs; every copy direct (pageable); every copy staged
-# (pinned); and the time of each phase (ONNXRL_CUDA_PROFILE, eager with a sync per phase).
+# (pinned chunks); and the time of each phase (ONNXRL_CUDA_PROFILE, eager with a sync per
+# phase).
 for v in "GRAPHS=0 nographs" "DIRECT_BYTES=0 direct" "DIRECT_BYTES=1000000000000 staged" "PROFILE=1 profile"; do
   set -- $v
   bt=0.5s; [ "$2" = profile ] && bt=50x

@@ -21,6 +21,7 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUevent = struct CUevent_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
@@ -38,6 +39,8 @@ constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // CUstream_flags.
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+// CUevent_flags.
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 // CUstreamCaptureMode.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
@@ -76,6 +79,10 @@ struct DriverApi {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+  CUresult (*cuEventCreate)(CUevent*, unsigned flags);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventDestroy_v2)(CUevent);
 };
 
 // ---- NVRTC (nvrtc.h) ----

@@ -77,6 +77,9 @@ class CudaExecutor {
     std::vector<void*> pin_in, pin_out;    // per fused input / output (staged copies only)
     std::vector<size_t> in_bytes, out_bytes;
     bool direct = false;  // copies straight from and to the runtime's tensors (DirectBytes)
+    // Staged outputs of more than one chunk: an event after each chunk's copy, so that the
+    // host copies a chunk out while the next ones are still on their way.
+    std::vector<cu::CUevent> events;
     // The profile ($ONNXRL_CUDA_PROFILE=1): runs and microseconds in each phase.
     long long runs = 0;
     double us_in = 0, us_kernels = 0, us_out = 0;
@@ -96,8 +99,9 @@ class CudaExecutor {
   };
   void Mlp(Sig& s, const MlpGroup& g);
   // CopyIn and CopyOut issue a run's copies on the stream: straight from and to the runtime's
-  // tensors (direct), or through the pinned buffers (CopyIn fills them; Unstage empties them
-  // into the outputs after the stream is synchronized).
+  // tensors (direct), or through the pinned buffers in chunks of kChunkBytes, so that the host
+  // copies one chunk while the DMA engine moves another (CopyIn fills the pinned buffers; Unstage
+  // waits for the stream, or chunk by chunk for its events, and empties them into the outputs).
   void CopyIn(Sig& s);
   void CopyOut(Sig& s);
   void Unstage(Sig& s);
@@ -105,6 +109,7 @@ class CudaExecutor {
   void FindGroups();
 
   static constexpr size_t kMaxSigs = 16;
+  static constexpr size_t kChunkBytes = size_t{256} << 10;
 
   Plan plan_;
   CudaDevice& dev_;

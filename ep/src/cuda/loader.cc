@@ -111,6 +111,10 @@ void LoadDriverOnce(DriverHolder& h) {
   Bind(lib, "cuGraphLaunch", &a.cuGraphLaunch, &missing);
   Bind(lib, "cuGraphExecDestroy", &a.cuGraphExecDestroy, &missing);
   Bind(lib, "cuGraphDestroy", &a.cuGraphDestroy, &missing);
+  Bind(lib, "cuEventCreate", &a.cuEventCreate, &missing);
+  Bind(lib, "cuEventRecord", &a.cuEventRecord, &missing);
+  Bind(lib, "cuEventSynchronize", &a.cuEventSynchronize, &missing);
+  Bind(lib, "cuEventDestroy_v2", &a.cuEventDestroy_v2, &missing);
   if (!missing.empty()) {
     h.err = "the NVIDIA driver library " + h.driver.path + " lacks " + missing +
             " (the CUDA backend needs a driver for CUDA 11.4 or newer)";

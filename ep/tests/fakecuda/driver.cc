@@ -21,7 +21,9 @@
 // Environment, read by cuInit: ONNXRL_FAKECUDA_MEM_LIMIT (bytes): cuMemAlloc fails with
 // CUDA_ERROR_OUT_OF_MEMORY past that much live device memory; ONNXRL_FAKECUDA_DEFER=1 or 2: see
 // above.
+#include <algorithm>
 #include <cstdarg>
+#include <iterator>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +45,7 @@ namespace cu = onnxrl_ep::cu;
 using cu::CUcontext;
 using cu::CUdevice;
 using cu::CUdeviceptr;
+using cu::CUevent;
 using cu::CUfunction;
 using cu::CUgraph;
 using cu::CUgraphExec;
@@ -139,6 +142,15 @@ struct Stream {
   std::thread::id thread;  // the capturing thread
   std::unique_ptr<Graph> graph;
   std::vector<Op> pending;  // issued and not yet run (ONNXRL_FAKECUDA_DEFER)
+  size_t base = 0;          // how many ops of this stream have left pending (run), for events
+};
+
+// Event marks a point in a stream's work: cuEventSynchronize runs the stream's pending work up
+// to it, and no further (ONNXRL_FAKECUDA_DEFER), so a read past it shows stale bytes.
+struct Event {
+  Stream* stream = nullptr;
+  size_t target = 0;  // the stream's base + pending size when recorded
+  bool recorded = false;
 };
 
 struct Module {};
@@ -160,6 +172,7 @@ struct State {
   std::set<Stream*> streams;
   std::set<Graph*> graphs;
   std::set<GraphExec*> execs;
+  std::set<Event*> events;
   std::set<Module*> modules;
   std::map<const Kernel*, int> max_dynamic_smem;  // cuFuncSetAttribute
   int context_refs = 0;
@@ -284,6 +297,7 @@ CUresult Flush(State& s, Stream* st) {
                  op.kernel != nullptr ? op.kernel->name : op.what, t.bytes, t.dst);
           break;
         }
+  if (st != nullptr) st->base += st->pending.size();
   CUresult r = st != nullptr ? Run(s, &st->pending) : 0;
   CUresult l = Run(s, &s.legacy);
   return r != 0 ? r : l;
@@ -759,6 +773,59 @@ ONNXRL_FAKECUDA_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
   return 0;
 }
 
+ONNXRL_FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned flags) {
+  if (event == nullptr || (flags & ~3u) != 0) return kInvalidValue;
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return kNotInitialized;
+  if (!t_current) return Misuse(kInvalidContext, "cuEventCreate with no current context");
+  auto* e = new Event;
+  s.events.insert(e);
+  *event = reinterpret_cast<CUevent>(e);
+  return 0;
+}
+
+ONNXRL_FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* e = reinterpret_cast<Event*>(event);
+  if (!s.events.count(e)) return Misuse(kInvalidHandle, "cuEventRecord of an event that is not live");
+  if (CUresult r = CheckStream(s, stream)) return r;
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (st != nullptr && st->capturing) return Misuse(kCaptureUnsupported, "cuEventRecord into a capture (not emulated)");
+  e->stream = st;
+  e->target = st != nullptr ? st->base + st->pending.size() : 0;
+  e->recorded = true;
+  return 0;
+}
+
+ONNXRL_FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent event) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* e = reinterpret_cast<Event*>(event);
+  if (!s.events.count(e)) return Misuse(kInvalidHandle, "cuEventSynchronize of an event that is not live");
+  if (!e->recorded || e->stream == nullptr || !s.streams.count(e->stream)) return Run(s, &s.legacy);
+  Stream* st = e->stream;
+  if (e->target > st->base) {
+    size_t n = std::min(e->target - st->base, st->pending.size());
+    std::vector<Op> head(std::make_move_iterator(st->pending.begin()),
+                         std::make_move_iterator(st->pending.begin() + static_cast<std::ptrdiff_t>(n)));
+    st->pending.erase(st->pending.begin(), st->pending.begin() + static_cast<std::ptrdiff_t>(n));
+    st->base += n;
+    if (CUresult r = Run(s, &head)) return r;
+  }
+  return Run(s, &s.legacy);
+}
+
+ONNXRL_FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto* e = reinterpret_cast<Event*>(event);
+  if (!s.events.erase(e)) return Misuse(kInvalidHandle, "cuEventDestroy of an event that is not live");
+  delete e;
+  return 0;
+}
+
 ONNXRL_FAKECUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -813,3 +880,7 @@ ONNXRL_FAKECUDA_SAME_TYPE(cuGraphInstantiateWithFlags);
 ONNXRL_FAKECUDA_SAME_TYPE(cuGraphLaunch);
 ONNXRL_FAKECUDA_SAME_TYPE(cuGraphExecDestroy);
 ONNXRL_FAKECUDA_SAME_TYPE(cuGraphDestroy);
+ONNXRL_FAKECUDA_SAME_TYPE(cuEventCreate);
+ONNXRL_FAKECUDA_SAME_TYPE(cuEventRecord);
+ONNXRL_FAKECUDA_SAME_TYPE(cuEventSynchronize);
+ONNXRL_FAKECUDA_SAME_TYPE(cuEventDestroy_v2);
