@@ -89,29 +89,39 @@ CudaDevice& OpenCudaDevice(int id) {
   char name[256] = {0};
   a.cuDeviceGetName(name, sizeof name - 1, d->dev);
   d->name = name;
-  int major = 0, minor = 0;
-  CuCheck(a, a.cuDeviceGetAttribute(&major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev), "cuDeviceGetAttribute");
-  CuCheck(a, a.cuDeviceGetAttribute(&minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev), "cuDeviceGetAttribute");
-  CuCheck(a, a.cuDeviceGetAttribute(&d->sms, cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev), "cuDeviceGetAttribute");
-  d->cc = major * 10 + minor;
+  auto attribute = [&](int attrib) {
+    int v = 0;
+    CuCheck(a, a.cuDeviceGetAttribute(&v, attrib, d->dev), "cuDeviceGetAttribute");
+    return v;
+  };
+  d->cc = attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+          attribute(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  d->sms = attribute(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   CuCheck(a, a.cuDevicePrimaryCtxRetain(&d->ctx, d->dev), "cuDevicePrimaryCtxRetain");
-  d->MakeCurrent();
-  const Nvrtc& nvrtc = LoadNvrtc(drv.version);
-  d->nvrtc = "NVRTC " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor) + " (" + nvrtc.path + ")";
-  d->target = Target(nvrtc, d->cc);
-  Image img = CachedImage(nvrtc, DeviceSource(), d->target);
-  cu::CUresult r = a.cuModuleLoadData(&d->module, img.data.c_str());
-  if (r != cu::CUDA_SUCCESS) {
-    throw Error{"loading the kernels " + d->nvrtc + " built for " + d->target + " on " + d->name + " (driver " +
-                Version(drv.version) + "): " + CuError(a, r) +
-                (r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == cu::CUDA_ERROR_NO_BINARY_FOR_GPU
-                     ? "; the driver is too old for this NVRTC: update the driver or set ONNXRL_NVRTC_LIBRARY to an older NVRTC"
-                     : "")};
-  }
-  for (const char* k : kKernelNames) {
-    cu::CUfunction f = nullptr;
-    CuCheck(a, a.cuModuleGetFunction(&f, d->module, k), k);
-    d->functions[k] = f;
+  try {
+    d->MakeCurrent();
+    const Nvrtc& nvrtc = LoadNvrtc(drv.version);
+    d->nvrtc = "NVRTC " + std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor) + " (" + nvrtc.path + ")";
+    d->target = Target(nvrtc, d->cc);
+    Image img = CachedImage(nvrtc, DeviceSource(), d->target);
+    cu::CUresult r = a.cuModuleLoadData(&d->module, img.data.c_str());
+    if (r != cu::CUDA_SUCCESS) {
+      bool old_driver = r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == cu::CUDA_ERROR_NO_BINARY_FOR_GPU;
+      throw Error{"loading the kernels " + d->nvrtc + " built for " + d->target + " on " + d->name + " (driver " +
+                  Version(drv.version) + "): " + CuError(a, r) +
+                  (old_driver ? "; the driver is too old for this NVRTC: update the driver or set "
+                                "ONNXRL_NVRTC_LIBRARY to an older NVRTC"
+                              : "")};
+    }
+    for (const char* k : kKernelNames) {
+      cu::CUfunction f = nullptr;
+      CuCheck(a, a.cuModuleGetFunction(&f, d->module, k), k);
+      d->functions[k] = f;
+    }
+  } catch (...) {
+    if (d->module != nullptr) a.cuModuleUnload(d->module);
+    a.cuDevicePrimaryCtxRelease_v2(d->dev);  // a later session tries again from the start
+    throw;
   }
   CudaDevice& ref = *d;
   (*devices)[id] = std::move(d);
@@ -188,7 +198,9 @@ void DeviceContext::Gemm(cu::CUdeviceptr a, long long lda, cu::CUdeviceptr w, lo
                          cu::CUdeviceptr out, long long ldo, long long M, long long N, long long K, bool accum, int act,
                          float pa, float pb) {
   if (M <= 0 || N <= 0) return;
-  if (N > INT_MAX || K > INT_MAX) throw Error{"matrix of " + std::to_string(N) + " x " + std::to_string(K) + " too large"};
+  if (N > INT_MAX || K > INT_MAX) {
+    throw Error{"matrix of " + std::to_string(N) + " x " + std::to_string(K) + " too large"};
+  }
   int n = static_cast<int>(N), k = static_cast<int>(K), acc = accum ? 1 : 0;
   // Row chunks keep the grid's y within 65,535 tiles.
   const long long chunk = 65535LL * 64;
@@ -228,7 +240,8 @@ CudaExecutor::~CudaExecutor() {
     std::string key;
     for (int64_t k : s->run.key) key += (key.empty() ? "" : ",") + std::to_string(k);
     double n = static_cast<double>(s->runs);
-    std::fprintf(stderr, "onnxrl cuda profile %s [%s] %s copies, %lld runs, us per run: in %.1f kernels %.1f out %.1f\n",
+    std::fprintf(stderr,
+                 "onnxrl cuda profile %s [%s] %s copies, %lld runs, us per run: in %.1f kernels %.1f out %.1f\n",
                  plan_.name.c_str(), key.c_str(), s->direct ? "direct" : "staged", s->runs, s->us_in / n,
                  s->us_kernels / n, s->us_out / n);
   }
@@ -286,7 +299,9 @@ void CudaExecutor::FindGroups() {
   // heads_of: the Dense steps reading v, when every reader of v is one (2 to 4 of them).
   auto heads_of = [&](int v) {
     std::vector<size_t> c = consumers(v);
-    if (plan_.values[v].output >= 0 || c.size() < 2 || c.size() > static_cast<size_t>(devargs::kMaxMlpHeads)) return std::vector<size_t>{};
+    if (plan_.values[v].output >= 0 || c.size() < 2 || c.size() > static_cast<size_t>(devargs::kMaxMlpHeads)) {
+      return std::vector<size_t>{};
+    }
     for (size_t si : c)
       if (dense(si) == nullptr || steps[si]->in[0] != v) return std::vector<size_t>{};
     return c;
