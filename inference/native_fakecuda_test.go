@@ -19,6 +19,9 @@ const fakeCUDALibrary = "build/lib/libonnxrl_fakecuda.so"
 // fakeCUDAChildEnv names what a child process of TestNativeCUDAOnFakeDriver checks.
 const fakeCUDAChildEnv = "ONNXRL_TEST_FAKECUDA_CHILD"
 
+// fakeCUDAWantEnv carries, to an "error" child, the text its session error must contain.
+const fakeCUDAWantEnv = "ONNXRL_TEST_FAKECUDA_WANT"
+
 // fakeCUDABatches are small: the kernels run one block at a time on one CPU thread, and
 // `make test` runs the children race-built.
 var fakeCUDABatches = []int{1, 7, 256}
@@ -62,6 +65,11 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 		{"profile", "some", []string{"ONNXRL_CUDA_PROFILE=1"}},
 		{"out-of-memory", "oom", []string{"ONNXRL_FAKECUDA_MEM_LIMIT=4096"}},
 		{"large-deferred", "large", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
+		{"no-gpu", "error", []string{"ONNXRL_FAKECUDA_DEVICES=0", fakeCUDAWantEnv + "=no CUDA GPU found (cuInit: CUDA_ERROR_NO_DEVICE"}},
+		{"old-driver", "error", []string{"ONNXRL_FAKECUDA_DRIVER_VERSION=12000",
+			fakeCUDAWantEnv + "=the driver is too old for the NVRTC found: it supports CUDA 12.0, NVRTC is"}},
+		{"compile-error", "error", []string{"ONNXRL_FAKECUDA_COMPILE_ERROR=onnxrl_gemm: error: planted",
+			fakeCUDAWantEnv + "=failed to compile the kernels for sm_90"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,7 +78,8 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 				name, _, _ := strings.Cut(kv, "=")
 				switch name {
 				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_FAKECUDA_MEM_LIMIT",
-					"ONNXRL_FAKECUDA_DEFER":
+					"ONNXRL_FAKECUDA_DEFER", "ONNXRL_FAKECUDA_DEVICES", "ONNXRL_FAKECUDA_DRIVER_VERSION",
+					"ONNXRL_FAKECUDA_COMPILE_ERROR", fakeCUDAWantEnv:
 					continue
 				}
 				cmd.Env = append(cmd.Env, kv)
@@ -108,6 +117,21 @@ func fakeCUDAChild(t *testing.T, mode string) {
 		m, err := LoadFile("../models/lstm_policy.onnx")
 		require.NoError(t, err)
 		matchOn(t, m, "native:cuda:0", []int{2600})
+	case "error":
+		// A session on native:cuda:0 fails with the error that names what is wrong (and the
+		// compile failure carries NVRTC's log); never a silent fallback to the host backend.
+		m, err := LoadFile("../models/cartpole_mlp.onnx")
+		require.NoError(t, err)
+		s, err := NewSession(m, Options{Device: "native:cuda:0"})
+		if err == nil {
+			s.Close()
+			t.Fatal("native:cuda:0 opened")
+		}
+		t.Logf("error: %v", err)
+		assert.Contains(t, err.Error(), os.Getenv(fakeCUDAWantEnv))
+		if want := os.Getenv("ONNXRL_FAKECUDA_COMPILE_ERROR"); want != "" {
+			assert.Contains(t, err.Error(), want)
+		}
 	case "oom":
 		m, err := LoadFile("../models/cartpole_mlp.onnx")
 		require.NoError(t, err)

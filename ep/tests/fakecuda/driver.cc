@@ -395,8 +395,16 @@ CUresult Free(void* p, bool pinned) {
 
 using namespace onnxrl_fakecuda;  // NOLINT: the entry points below are the driver's C names
 
+// EnvInt is the integer in the environment variable name, or def when it is unset.
+int EnvInt(const char* name, int def) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : def;
+}
+
 ONNXRL_FAKECUDA_EXPORT CUresult cuInit(unsigned flags) {
   if (flags != 0) return kInvalidValue;
+  // ONNXRL_FAKECUDA_DEVICES=0: a machine with the driver and no GPU.
+  if (EnvInt("ONNXRL_FAKECUDA_DEVICES", 1) <= 0) return cu::CUDA_ERROR_NO_DEVICE;
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.initialized) {
@@ -411,7 +419,7 @@ ONNXRL_FAKECUDA_EXPORT CUresult cuInit(unsigned flags) {
 
 ONNXRL_FAKECUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
   if (version == nullptr) return kInvalidValue;
-  *version = kDriverVersion;
+  *version = EnvInt("ONNXRL_FAKECUDA_DRIVER_VERSION", kDriverVersion);  // e.g. 12000: an older driver
   return 0;
 }
 

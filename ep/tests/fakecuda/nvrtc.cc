@@ -106,6 +106,10 @@ ONNXRL_FAKECUDA_EXPORT nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int nu
         "cached where a real NVRTC's goes";
     return kCompilation;
   }
+  if (const char* e = std::getenv("ONNXRL_FAKECUDA_COMPILE_ERROR"); e != nullptr && *e != '\0') {
+    p->log = e;  // a compilation that fails, with this log
+    return kCompilation;
+  }
   if (p->src != onnxrl_ep::DeviceSource()) {
     p->log =
         "onnxrl fakecuda: the source to compile is not the kernels libonnxrl_fakecuda.so was built with "
