@@ -56,32 +56,16 @@ void InferRun(const Plan& p, Run& r) {
   }
 }
 
-Run& Executor::Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks) {
-  for (Run& r : runs_) {
-    size_t pos = 0;
-    bool same = true;
-    for (size_t i = 0; i < dims.size() && same; i++) {
-      if (r.key[pos++] != static_cast<int64_t>(ranks[i])) {
-        same = false;
-        break;
-      }
-      for (size_t d = 0; d < ranks[i]; d++)
-        if (r.key[pos++] != dims[i][d]) {
-          same = false;
-          break;
-        }
-    }
-    if (same) return r;
-  }
+Run& Executor::Resolve(const Inputs& in) {
+  for (Run& r : runs_)
+    if (in.Matches(r.key)) return r;
   // A bounded cache: a caller cycling through many shapes re-plans the oldest ones.
   if (runs_.size() >= kMaxRuns) runs_.erase(runs_.begin());
   Run r;
-  for (size_t i = 0; i < dims.size(); i++) {
-    r.key.push_back(static_cast<int64_t>(ranks[i]));
-    r.key.insert(r.key.end(), dims[i], dims[i] + ranks[i]);
-  }
+  r.key = in.Key();
   r.shapes.assign(plan_.values.size(), {});
-  for (size_t i = 0; i < plan_.inputs.size(); i++) r.shapes[plan_.inputs[i]].assign(dims[i], dims[i] + ranks[i]);
+  for (size_t i = 0; i < plan_.inputs.size(); i++)
+    r.shapes[plan_.inputs[i]].assign(in.dims[i], in.dims[i] + in.ranks[i]);
   InferRun(plan_, r);
   runs_.push_back(std::move(r));
   return runs_.back();
@@ -111,11 +95,31 @@ void Inputs::Read(OrtKernelContext* ctx, const Plan& plan) {
   }
 }
 
+std::vector<int64_t> Inputs::Key() const {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < dims.size(); i++) {
+    key.push_back(static_cast<int64_t>(ranks[i]));
+    key.insert(key.end(), dims[i], dims[i] + ranks[i]);
+  }
+  return key;
+}
+
+bool Inputs::Matches(const std::vector<int64_t>& key) const {
+  size_t pos = 0;
+  for (size_t i = 0; i < dims.size(); i++) {
+    if (pos >= key.size() || key[pos++] != static_cast<int64_t>(ranks[i])) return false;
+    if (key.size() - pos < ranks[i]) return false;
+    for (size_t d = 0; d < ranks[i]; d++)
+      if (key[pos++] != dims[i][d]) return false;
+  }
+  return pos == key.size();
+}
+
 OrtStatus* Executor::Compute(OrtKernelContext* ctx) noexcept {
   try {
     std::lock_guard<std::mutex> lock(mu_);
     in_.Read(ctx, plan_);
-    Run& r = Resolve(in_.dims, in_.ranks);
+    Run& r = Resolve(in_);
     for (size_t i = 0; i < in_.data.size(); i++) r.ptr[plan_.inputs[i]] = const_cast<void*>(in_.data[i]);
     for (size_t i = 0; i < plan_.outputs.size(); i++) {
       int v = plan_.outputs[i];

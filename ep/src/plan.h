@@ -70,6 +70,10 @@ struct Inputs {
   std::vector<size_t> ranks;
   // Read takes the inputs of ctx, checking that each has the plan's element type.
   void Read(OrtKernelContext* ctx, const Plan& plan);
+  // Key is the inputs' signature: each one's rank, then its dims. Matches compares it with a
+  // key without building one (a steady-state run allocates nothing).
+  std::vector<int64_t> Key() const;
+  bool Matches(const std::vector<int64_t>& key) const;
 };
 
 // Executor runs a plan on the host. Compute is safe to call from several threads (one at a time).
@@ -81,7 +85,7 @@ class Executor {
 
   // Resolve returns the run of the inputs' dims and ranks, planning it (InferRun) when new. Not
   // synchronized: Compute calls it under its lock.
-  Run& Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks);
+  Run& Resolve(const Inputs& in);
 
  private:
   void Execute(Run& r);

@@ -342,22 +342,18 @@ void CudaExecutor::FindGroups() {
   }
 }
 
-CudaExecutor::Sig& CudaExecutor::Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks) {
-  std::vector<int64_t> key;
-  for (size_t i = 0; i < dims.size(); i++) {
-    key.push_back(static_cast<int64_t>(ranks[i]));
-    key.insert(key.end(), dims[i], dims[i] + ranks[i]);
-  }
+CudaExecutor::Sig& CudaExecutor::Resolve(const Inputs& in) {
   for (auto& s : sigs_)
-    if (s->run.key == key) return *s;
+    if (in.Matches(s->run.key)) return *s;
   if (sigs_.size() >= kMaxSigs) {
     Release(*sigs_.front());
     sigs_.erase(sigs_.begin());
   }
   auto s = std::make_unique<Sig>();
-  s->run.key = key;
+  s->run.key = in.Key();
   s->run.shapes.assign(plan_.values.size(), {});
-  for (size_t i = 0; i < plan_.inputs.size(); i++) s->run.shapes[plan_.inputs[i]].assign(dims[i], dims[i] + ranks[i]);
+  for (size_t i = 0; i < plan_.inputs.size(); i++)
+    s->run.shapes[plan_.inputs[i]].assign(in.dims[i], in.dims[i] + in.ranks[i]);
   InferRun(plan_, s->run);
   const auto& a = dev_.api();
   s->dptr.assign(plan_.values.size(), 0);
@@ -567,7 +563,7 @@ OrtStatus* CudaExecutor::Compute(OrtKernelContext* ctx) noexcept {
     const auto& a = dev_.api();
     dev_.MakeCurrent();
     in_.Read(ctx, plan_);
-    Sig& s = Resolve(in_.dims, in_.ranks);
+    Sig& s = Resolve(in_);
     out_data_.resize(plan_.outputs.size());
     for (size_t i = 0; i < plan_.outputs.size(); i++) {
       const auto& shape = s.run.shapes[plan_.outputs[i]];

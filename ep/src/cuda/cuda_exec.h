@@ -87,7 +87,7 @@ class CudaExecutor {
     cu::CUgraphExec graph = nullptr;
   };
 
-  Sig& Resolve(const std::vector<const int64_t*>& dims, const std::vector<size_t>& ranks);
+  Sig& Resolve(const Inputs& in);
   void Release(Sig& s);
   void Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what);
   // RecordKernels issues the steps' launches alone (the fused MLP chains as one each).
