@@ -95,6 +95,25 @@ void GruKernel::Host(ExecContext& c) const {
   HostGru(Weights(), lbr, c.CF(in[0]), x[0], x[1], c.CF(in[1]), c.F(out[0]), c.F(out[1]), c.scratch());
 }
 
+namespace {
+
+// StateBuffer is where a recurrent state of n floats lives on the device: the output's buffer
+// when the graph reads that output (no copy out), else the step's scratch buffer i.
+cu::CUdeviceptr StateBuffer(DeviceContext& c, int out, size_t i, long long n) {
+  return out >= 0 ? c.ptr(out) : c.Scratch(i, static_cast<size_t>(n));
+}
+
+// InitialState is the initial state input where it is (no copy in), or, when the graph gives
+// none, buf filled with zeros.
+cu::CUdeviceptr InitialState(DeviceContext& c, int in, cu::CUdeviceptr buf, long long n) {
+  if (in >= 0) return c.ptr(in);
+  float zero = 0.0f;
+  c.Elementwise("onnxrl_fill", n, {&buf, &n, &zero});
+  return buf;
+}
+
+}  // namespace
+
 void LstmKernel::Device(DeviceContext& c) const {
   const auto& x = c.shape(in[0]);
   long long T = x[0], B = x[1];
@@ -102,22 +121,12 @@ void LstmKernel::Device(DeviceContext& c) const {
   int h_int = static_cast<int>(H);
   const size_t state = static_cast<size_t>(B * H) * sizeof(float);
   long long n = B * H;
-  float zero = 0.0f;
   cu::CUdeviceptr gates = c.Scratch(0, B * G);
   cu::CUdeviceptr wx_d = c.Resident(wx), wh_d = c.Resident(wh), bx_d = c.Resident(bx), bh_d = c.Resident(bh);
   // The state lives in Y_h's and Y_c's buffers when the graph wants them (no copies out); the
   // first step reads initial_h and initial_c where they are (no copies in).
-  cu::CUdeviceptr h = out[1] >= 0 ? c.ptr(out[1]) : c.Scratch(1, B * H);
-  cu::CUdeviceptr cs = out[2] >= 0 ? c.ptr(out[2]) : c.Scratch(2, B * H);
-  cu::CUdeviceptr h_prev = c.ptr(in[1]), c_prev = c.ptr(in[2]);
-  if (h_prev == 0) {
-    c.Elementwise("onnxrl_fill", n, {&h, &n, &zero});
-    h_prev = h;
-  }
-  if (c_prev == 0) {
-    c.Elementwise("onnxrl_fill", n, {&cs, &n, &zero});
-    c_prev = cs;
-  }
+  cu::CUdeviceptr h = StateBuffer(c, out[1], 1, n), cs = StateBuffer(c, out[2], 2, n);
+  cu::CUdeviceptr h_prev = InitialState(c, in[1], h, n), c_prev = InitialState(c, in[2], cs, n);
   for (long long t = 0; t < T; t++) {
     cu::CUdeviceptr xt = c.ptr(in[0]) + static_cast<cu::CUdeviceptr>(t * B * I * sizeof(float));
     c.Gemm(xt, I, wx_d, G, bx_d, gates, G, B, G, I, false, kActNone, 0, 0);
@@ -140,15 +149,10 @@ void GruKernel::Device(DeviceContext& c) const {
   int h_int = static_cast<int>(H);
   const size_t state = static_cast<size_t>(B * H) * sizeof(float);
   long long n = B * H;
-  float zero = 0.0f;
   cu::CUdeviceptr gx = c.Scratch(0, B * G), gh = c.Scratch(1, B * G), rh = c.Scratch(3, B * H);
   cu::CUdeviceptr wx_d = c.Resident(wx), wh_d = c.Resident(wh), bx_d = c.Resident(bx), bh_d = c.Resident(bh);
-  cu::CUdeviceptr h = out[1] >= 0 ? c.ptr(out[1]) : c.Scratch(2, B * H);
-  cu::CUdeviceptr h_prev = c.ptr(in[1]);
-  if (h_prev == 0) {
-    c.Elementwise("onnxrl_fill", n, {&h, &n, &zero});
-    h_prev = h;
-  }
+  cu::CUdeviceptr h = StateBuffer(c, out[1], 2, n);
+  cu::CUdeviceptr h_prev = InitialState(c, in[1], h, n);
   // The candidate's third of Wh and bh: columns 2H.. of rows of 3H.
   const cu::CUdeviceptr third = static_cast<cu::CUdeviceptr>(2 * H * sizeof(float));
   for (long long t = 0; t < T; t++) {
