@@ -1,9 +1,10 @@
 // The CUDA backend's kernels. NVRTC compiles them at first use for the GPU in hand; the build
 // puts the text of kernels.h (the element math the host backend runs too) before this file's
-// (device_source.cc). Every kernel is extern "C" so that the backend finds it by name, and
+// (device_source.cc), then device_args.h's. Every kernel is extern "C" so that the backend finds it by name, and
 // loops over its elements grid-stride unless it says otherwise, so any grid size is correct.
 //
-// Host-side mirrors of the argument structs are in device_args.h; keep the two in step.
+// The argument structs (Dims, MlpDesc) are in device_args.h, whose text the build puts before
+// this file's.
 
 // ONNXRL_DYNAMIC_SMEM declares a kernel's dynamic shared memory (a host emulation of the
 // kernels defines it otherwise).
@@ -13,34 +14,6 @@
 
 namespace onnxrl_ep {
 namespace dev {
-
-// Dims: up to 8 dimensions or element strides, passed by value.
-struct Dims {
-  long long d[8];
-};
-
-constexpr int kMaxMlpLayers = 8;
-
-constexpr int kMaxMlpHeads = 4;
-
-// MlpDesc: dense layers run by onnxrl_mlp: a trunk (the first layers - heads, each reading
-// the last's output) and heads (the last `heads` layers, each reading the trunk's output, or the
-// input when there is no trunk, and writing out[h]). rows is the tile of rows a block owns,
-// width the widest row kept in shared memory.
-struct MlpDesc {
-  int layers;
-  int heads;
-  int rows;
-  int width;
-  int k[kMaxMlpLayers];
-  int n[kMaxMlpLayers];
-  int act[kMaxMlpLayers];
-  float a[kMaxMlpLayers];
-  float b[kMaxMlpLayers];
-  const float* w[kMaxMlpLayers];
-  const float* bias[kMaxMlpLayers];
-  float* out[kMaxMlpHeads];
-};
 
 __device__ inline long long GlobalThread() { return (long long)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ inline long long GridThreads() { return (long long)gridDim.x * blockDim.x; }

@@ -9,15 +9,18 @@
 #include "host_shim.h"
 // clang-format off: the order is NVRTC's (device_source.cc)
 #include "kernels.h"
-#include "cuda/device.cuh"
-// clang-format on
+#define ONNXRL_KERNEL_SIDE 1
 #include "cuda/device_args.h"
+#include "cuda/device.cuh"
+#undef ONNXRL_KERNEL_SIDE
+// clang-format on
+#include "cuda/device_args.h"  // the backend's side
 
 namespace onnxrl_fakecuda {
 
 namespace {
 
-// The backend builds kernel arguments with device_args.h's mirrors of device.cuh's structs.
+// The backend's side of device_args.h (CUdeviceptr fields) lays out as the kernels' side.
 namespace dev = onnxrl_ep::dev;
 namespace devargs = onnxrl_ep::devargs;
 static_assert(sizeof(dev::Dims) == sizeof(devargs::Dims), "device_args.h's Dims differs from device.cuh's");
