@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools nvrtc python-test python-deps nats-server vet race bench onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
+.PHONY: all build run test go-test native native-test native-tools nvrtc python-test python-deps nats-server vet race bench bench-ep onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -80,6 +80,14 @@ python-deps:
 
 bench: onnxruntime
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(BENCH_PKGS)
+
+# The execution provider against ONNX Runtime's CPU provider on six policy shapes (batch 1 to
+# 4,096, one and two threads), as throughput ratios native/cpu (above 1 = native faster):
+# benchmarks/epbench. Exports the Nature CNN (not committed: 6.8 MB) with Debian's torch first.
+EPBENCH_FLAGS ?=
+bench-ep: onnxruntime native
+	@test -f benchmarks/epbench/models/nature_cnn.onnx || bash models/export/run.sh --epbench nature_cnn
+	$(GO) run ./benchmarks/epbench $(EPBENCH_FLAGS)
 
 # The load-and-fault suite of sample serve (cmd/sample/soak_test.go): 1,024 clients with 20%
 # abandoning episodes, hostile requests, 2,000 slow sockets, SIGTERM and SIGKILL under load, a

@@ -21,6 +21,11 @@ if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch
 fi
 
+# --epbench: the six policies of the provider's benchmark (benchmarks/epbench/export.py).
+if [ "${1:-}" = "--epbench" ]; then
+    shift
+    exec "$PY" "$HERE/../../benchmarks/epbench/export.py" "$@"
+fi
 # --ep-graphs: the native provider's randomized test graphs instead (export_ep_graphs.py).
 if [ "${1:-}" = "--ep-graphs" ]; then
     shift
