@@ -1,11 +1,12 @@
 // The provider's arithmetic, element by element. The same source compiles as C++ for the host
 // backend and as CUDA C for the device backend (ONNXRL_HD marks functions for both), so the
 // host tests check the arithmetic the GPU runs. No state, no allocation, no library calls but
-// expf/logf.
+// expf/logf/erff/sqrtf/powf.
 #pragma once
 
 #if defined(__CUDACC_RTC__)
-// NVRTC has no C library headers: the fixed-width types it needs, and expf/logf are builtins.
+// NVRTC has no C library headers: the fixed-width types it needs; expf, logf, erff, sqrtf and
+// powf are builtins.
 typedef int int32_t;
 typedef long long int64_t;
 #define INFINITY __int_as_float(0x7f800000)
@@ -33,10 +34,14 @@ enum Act : int32_t {
   kActLog,
   kActClip,
   kActNeg,
+  kActErf,
+  kActSqrt,
+  kActSquare,  // Pow with the constant exponent 2
+  kActPow,     // Pow with another constant exponent a
 };
 
 // Binary elementwise ops.
-enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv };
+enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv, kBinPow };
 
 // Tanh: a rational approximation, odd numerator of degree 13 over an even denominator of
 // degree 6 on [-7.9053, 7.9053] (tanh rounds to +-1 in float32 beyond), a few ulp from the
@@ -64,7 +69,7 @@ ONNXRL_HD inline float Tanh(float x) {
 // Sigmoid through Tanh: 1/(1+e^-x) = (1 + tanh(x/2)) / 2.
 ONNXRL_HD inline float Sigmoid(float x) { return 0.5f * Tanh(0.5f * x) + 0.5f; }
 
-// ApplyAct: a is LeakyRelu's alpha or Clip's minimum, b is Clip's maximum.
+// ApplyAct: a is LeakyRelu's alpha, Clip's minimum or Pow's exponent, b is Clip's maximum.
 ONNXRL_HD inline float ApplyAct(int32_t act, float x, float a, float b) {
   switch (act) {
     case kActRelu:
@@ -83,6 +88,14 @@ ONNXRL_HD inline float ApplyAct(int32_t act, float x, float a, float b) {
       return x < a ? a : (x > b ? b : x);
     case kActNeg:
       return -x;
+    case kActErf:
+      return erff(x);
+    case kActSqrt:
+      return sqrtf(x);
+    case kActSquare:
+      return x * x;
+    case kActPow:
+      return powf(x, a);
     default:
       return x;
   }
@@ -96,6 +109,8 @@ ONNXRL_HD inline float ApplyBin(int32_t op, float x, float y) {
       return x - y;
     case kBinMul:
       return x * y;
+    case kBinPow:
+      return powf(x, y);
     default:
       return x / y;
   }

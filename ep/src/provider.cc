@@ -111,7 +111,7 @@ struct Ep : OrtEp {
 bool WorthAPartition(const std::vector<const OrtNode*>& group) {
   for (const OrtNode* n : group) {
     std::string op = OpType(n);
-    if (op == "MatMul" || op == "Gemm" || op == "LSTM" || op == "GRU") return true;
+    if (op == "MatMul" || op == "Gemm" || op == "Conv" || op == "LSTM" || op == "GRU") return true;
   }
   return false;
 }

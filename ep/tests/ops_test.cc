@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/nn.h"
 #include "ops/ops.h"
 #include "plan.h"
 
@@ -86,7 +87,7 @@ static void TestRegistry(const char* readme) {
   std::vector<std::string> reg = RegisteredOps();
   Expect(std::is_sorted(reg.begin(), reg.end()), "RegisteredOps is not sorted");
   for (const std::string& op : reg) Expect(claimed.count(op) == 1, op + " has a lowering but is not in the README");
-  Expect(FindLowering("Conv") == nullptr, "Conv has a lowering");
+  Expect(FindLowering("Sin") == nullptr, "Sin has a lowering");
 }
 
 static std::vector<float> Rand(size_t n, std::mt19937& g) {
@@ -203,6 +204,315 @@ static void TestBinaryBroadcast(std::mt19937& g) {
         Expect(out[0][i * 12 + j * 4 + k] == in[0][i * 12 + j * 4 + k] - in[1][j], "broadcast sub value");
 }
 
+// OneStep is a plan of one kernel K reading inputs named x0, x1, ... and writing y.
+template <class K>
+static K& OneStep(Plan& p, size_t inputs) {
+  std::vector<int> in;
+  for (size_t i = 0; i < inputs; i++) {
+    int v = p.Id("x" + std::to_string(i));
+    p.values[v].input = static_cast<int>(i);
+    p.inputs.push_back(v);
+    in.push_back(v);
+  }
+  int y = p.Id("y");
+  p.values[y].output = 0;
+  p.outputs = {y};
+  return Add<K>(p, "k", in, {y});
+}
+
+static bool Near(float got, double want, double tol) { return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want)); }
+
+// Conv against the textbook loop: strides, asymmetric pads, dilations and groups (grouped,
+// depthwise, a pointwise 1x1 without unfolding).
+static void TestConv(std::mt19937& g) {
+  struct Case {
+    int64_t N, C, H, W, OC, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    bool bias;
+  };
+  for (const Case& k : {Case{2, 4, 7, 6, 6, 2, 3, 2, 2, 1, 1, 2, 1, 0, 2, 1, true},
+                        Case{3, 4, 5, 5, 4, 4, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, false},
+                        Case{2, 3, 4, 5, 5, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
+                        Case{1, 2, 9, 8, 3, 1, 4, 4, 4, 3, 1, 1, 0, 0, 0, 0, true}}) {
+    Plan p;
+    auto& conv = OneStep<ConvKernel>(p, 1);
+    conv.C = k.C;
+    conv.OC = k.OC;
+    conv.group = k.group;
+    conv.win.kh = k.kh;
+    conv.win.kw = k.kw;
+    conv.win.sh = k.sh;
+    conv.win.sw = k.sw;
+    conv.win.dh = k.dh;
+    conv.win.dw = k.dw;
+    conv.win.pt = k.pt;
+    conv.win.pl = k.pl;
+    conv.win.pb = k.pb;
+    conv.win.pr = k.pr;
+    const int64_t Cg = k.C / k.group, OCg = k.OC / k.group;
+    conv.w = Rand(k.OC * Cg * k.kh * k.kw, g);
+    if (k.bias) conv.bias = Rand(k.OC, g);
+    const int64_t OH = (k.H + k.pt + k.pb - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+    const int64_t OW = (k.W + k.pl + k.pr - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+    std::vector<std::vector<float>> in = {Rand(k.N * k.C * k.H * k.W, g)};
+    Run r;
+    auto out = HostRun(p, {{k.N, k.C, k.H, k.W}}, in, r);
+    std::string what = "conv group " + std::to_string(k.group) + " kernel " + std::to_string(k.kh);
+    Expect(r.shapes[p.outputs[0]] == std::vector<int64_t>{k.N, k.OC, OH, OW}, what + ": output shape");
+    int bad = 0;
+    for (int64_t n = 0; n < k.N; n++)
+      for (int64_t oc = 0; oc < k.OC; oc++)
+        for (int64_t oh = 0; oh < OH; oh++)
+          for (int64_t ow = 0; ow < OW; ow++) {
+            double acc = k.bias ? conv.bias[oc] : 0.0;
+            const int64_t gi = oc / OCg;
+            for (int64_t c = 0; c < Cg; c++)
+              for (int64_t a = 0; a < k.kh; a++)
+                for (int64_t b = 0; b < k.kw; b++) {
+                  int64_t ih = oh * k.sh - k.pt + a * k.dh, iw = ow * k.sw - k.pl + b * k.dw;
+                  if (ih < 0 || ih >= k.H || iw < 0 || iw >= k.W) continue;
+                  acc += double(in[0][((n * k.C + gi * Cg + c) * k.H + ih) * k.W + iw]) *
+                         conv.w[((oc * Cg + c) * k.kh + a) * k.kw + b];
+                }
+            if (!Near(out[0][((n * k.OC + oc) * OH + oh) * OW + ow], acc, 1e-5)) bad++;
+          }
+    Expect(bad == 0, what + ": " + std::to_string(bad) + " values differ from the reference");
+  }
+}
+
+// The pools: ceil_mode output sizes (the last window starts inside the input or its leading
+// pad), padding never in a max, averages over the window within the input or (count_include_pad)
+// over the whole kernel.
+static void TestPool(std::mt19937& g) {
+  Window2d w;
+  w.kh = 1;
+  w.sh = 2;
+  w.pb = 1;
+  w.ceil = true;
+  Expect(w.OutH(3) == 2, "ceil_mode: a last window that would start in the trailing pad is dropped");
+  w.pb = 0;
+  w.kh = 2;
+  Expect(w.OutH(5) == 3, "ceil_mode rounds up");
+  w.ceil = false;
+  Expect(w.OutH(5) == 2, "floor mode rounds down");
+  for (int mode = 0; mode < 3; mode++) {  // max, average, average counting the pads
+    Plan p;
+    auto& pool = OneStep<PoolKernel>(p, 1);
+    pool.max = mode == 0;
+    pool.include_pad = mode == 2;
+    pool.win.kh = 3;
+    pool.win.kw = 2;
+    pool.win.sh = 2;
+    pool.win.sw = 3;
+    pool.win.dh = mode == 0 ? 2 : 1;
+    pool.win.pt = 1;
+    pool.win.pl = 1;
+    pool.win.pb = 1;
+    pool.win.pr = 0;
+    pool.win.ceil = true;
+    const int64_t N = 2, C = 3, H = 8, W = 7;
+    std::vector<std::vector<float>> in = {Rand(N * C * H * W, g)};
+    Run r;
+    auto out = HostRun(p, {{N, C, H, W}}, in, r);
+    const auto& ys = r.shapes[p.outputs[0]];
+    // floor((8 + 2 - dh*2 - 1) / 2) + 1, rounded up; floor((7 + 1 - 2) / 3) + 1 = 3, rounded up.
+    const int64_t OH = mode == 0 ? 4 : 5, OW = 3;
+    Expect(ys == std::vector<int64_t>{N, C, OH, OW}, "pool mode " + std::to_string(mode) + ": output shape");
+    if (ys != std::vector<int64_t>{N, C, OH, OW}) continue;
+    int bad = 0;
+    for (int64_t pl = 0; pl < N * C; pl++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double acc = mode == 0 ? -1e30 : 0.0;
+          int count = 0;
+          for (int64_t a = 0; a < 3; a++)
+            for (int64_t b = 0; b < 2; b++) {
+              int64_t ih = oh * 2 - 1 + a * pool.win.dh, iw = ow * 3 - 1 + b;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              double v = in[0][(pl * H + ih) * W + iw];
+              acc = mode == 0 ? std::max(acc, v) : acc + v;
+              count++;
+            }
+          double want = mode == 0 ? acc : acc / (mode == 2 ? 6 : count);
+          if (!Near(out[0][(pl * OH + oh) * OW + ow], want, 1e-6)) bad++;
+        }
+    Expect(bad == 0, "pool mode " + std::to_string(mode) + ": " + std::to_string(bad) + " values differ");
+  }
+}
+
+static void TestLayerNorm(std::mt19937& g) {
+  Plan p;
+  auto& ln = OneStep<LayerNormKernel>(p, 1);
+  ln.axis = -2;
+  ln.epsilon = 1e-3f;
+  ln.scale = Rand(10, g);
+  ln.bias = Rand(10, g);
+  std::vector<std::vector<float>> in = {Rand(3 * 2 * 5, g)};
+  for (float& v : in[0]) v = v * 4 + 3;  // a mean far from 0
+  Run r;
+  auto out = HostRun(p, {{3, 2, 5}}, in, r);
+  Expect(r.shapes[p.outputs[0]] == std::vector<int64_t>{3, 2, 5}, "layernorm shape");
+  int bad = 0;
+  for (int row = 0; row < 3; row++) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 10; i++) m += in[0][row * 10 + i] / 10.0;
+    for (int i = 0; i < 10; i++) v += (in[0][row * 10 + i] - m) * (in[0][row * 10 + i] - m) / 10.0;
+    for (int i = 0; i < 10; i++) {
+      double want = (in[0][row * 10 + i] - m) / std::sqrt(v + 1e-3) * ln.scale[i] + ln.bias[i];
+      if (!Near(out[0][row * 10 + i], want, 1e-5)) bad++;
+    }
+  }
+  Expect(bad == 0, "layernorm: " + std::to_string(bad) + " values differ");
+  // A row that does not match the scale's length is a shape error.
+  Run wrong;
+  wrong.shapes.assign(p.values.size(), {});
+  wrong.shapes[p.inputs[0]] = {2, 15};
+  std::string msg;
+  try {
+    InferRun(p, wrong);
+  } catch (Error& e) {
+    msg = e.msg;
+  }
+  Expect(msg == "node k: the normalized dimensions do not match the scale's", "layernorm shape error: " + msg);
+}
+
+static void TestReduceMean(std::mt19937& g) {
+  struct Case {
+    std::vector<int64_t> axes;
+    bool keepdims;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<int64_t> x = {2, 3, 4};
+  std::vector<std::vector<float>> in = {Rand(24, g)};
+  for (const Case& k : {Case{{1}, true, {2, 1, 4}}, Case{{-1}, true, {2, 3, 1}}, Case{{0, 2}, false, {3}},
+                        Case{{}, true, {1, 1, 1}}, Case{{2, 1}, false, {2}}}) {
+    Plan p;
+    auto& red = OneStep<ReduceMeanKernel>(p, 1);
+    red.axes = k.axes;
+    red.keepdims = k.keepdims;
+    Run r;
+    auto out = HostRun(p, {x}, in, r);
+    std::string what = "reducemean over " + std::to_string(k.axes.size()) + " axes";
+    Expect(r.shapes[p.outputs[0]] == k.shape, what + ": shape");
+    std::vector<bool> red_d(3, k.axes.empty());
+    for (int64_t a : k.axes) red_d[(a + 3) % 3] = true;
+    std::vector<double> sum(24, 0.0);
+    std::vector<int> cnt(24, 0);
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 3; j++)
+        for (int l = 0; l < 4; l++) {
+          int oi = red_d[0] ? 0 : i, oj = red_d[1] ? 0 : j, ol = red_d[2] ? 0 : l;
+          int o = (oi * (red_d[1] ? 1 : 3) + oj) * (red_d[2] ? 1 : 4) + ol;
+          sum[o] += in[0][(i * 3 + j) * 4 + l];
+          cnt[o]++;
+        }
+    int bad = 0;
+    for (size_t o = 0; o < out[0].size(); o++)
+      if (!Near(out[0][o], sum[o] / cnt[o], 1e-6)) bad++;
+    Expect(bad == 0 && !out[0].empty(), what + ": " + std::to_string(bad) + " values differ");
+  }
+}
+
+// Pow's forms and Erf's accuracy against double precision.
+static void TestElementwise() {
+  const float xs[] = {0.0f, 0.25f, 1.0f, 1.5f, 3.0f, 10.0f};
+  for (float x : xs) {
+    Expect(ApplyAct(kActSquare, x, 0, 0) == x * x, "x^2");
+    Expect(Near(ApplyAct(kActSqrt, x, 0, 0), std::sqrt(double(x)), 1e-7), "x^0.5");
+    Expect(Near(ApplyAct(kActPow, x, 1.7f, 0), std::pow(double(x), 1.7), 1e-6), "x^1.7");
+    Expect(Near(ApplyAct(kActPow, x + 1, -1.0f, 0), 1.0 / (x + 1.0), 1e-6), "x^-1");
+    Expect(Near(ApplyBin(kBinPow, x, 3.0f), std::pow(double(x), 3.0), 1e-6), "x^y");
+  }
+  double worst = 0;
+  for (int i = -60000; i <= 60000; i++) {
+    float x = i * 1e-4f;
+    worst = std::max(worst, std::fabs(ApplyAct(kActErf, x, 0, 0) - std::erf(double(x))));
+  }
+  Expect(worst <= 2.5e-7, "erf's largest error on [-6, 6] is " + std::to_string(worst));
+  // GELU through it: x * 0.5 * (1 + erf(x / sqrt 2)).
+  double gelu = 1.0 * 0.5 * (1.0 + ApplyAct(kActErf, 1.0f / std::sqrt(2.0f), 0, 0));
+  Expect(std::fabs(gelu - 0.8413447460685429) < 1e-6, "gelu(1)");
+}
+
+// Reverse and bidirectional LSTM and GRU: each direction equals a forward layer run over the
+// time-reversed sequence, Y laid out [T, directions, B, H].
+static void TestRnnDirections(std::mt19937& g) {
+  const int64_t T = 4, B = 3, I = 5, H = 6;
+  for (int lstm = 0; lstm < 2; lstm++) {
+    for (int bidi = 0; bidi < 2; bidi++) {
+      const int64_t D = bidi ? 2 : 1, G = lstm ? 4 : 3;
+      Plan p;
+      std::vector<int> in;
+      for (int i = 0; i < (lstm ? 3 : 2); i++) {
+        int v = p.Id("x" + std::to_string(i));
+        p.values[v].input = i;
+        p.inputs.push_back(v);
+        in.push_back(v);
+      }
+      if (!lstm) in.push_back(-1);
+      std::vector<int> outs;
+      for (int i = 0; i < (lstm ? 3 : 2); i++) {
+        int v = p.Id("y" + std::to_string(i));
+        p.values[v].output = i;
+        p.outputs.push_back(v);
+        outs.push_back(v);
+      }
+      if (!lstm) outs.push_back(-1);
+      RnnKernel* k = nullptr;
+      if (lstm) {
+        k = &Add<LstmKernel>(p, "rnn", in, outs);
+      } else {
+        k = &Add<GruKernel>(p, "rnn", in, outs);
+      }
+      k->H = H;
+      k->I = I;
+      k->dirs.resize(D);
+      for (int64_t d = 0; d < D; d++) {
+        k->dirs[d].reverse = !bidi || d == 1;
+        k->dirs[d].wx = Rand(I * G * H, g);
+        k->dirs[d].wh = Rand(H * G * H, g);
+        k->dirs[d].bx = Rand(G * H, g);
+        k->dirs[d].bh = Rand(G * H, g);
+      }
+      std::vector<std::vector<float>> ins = {Rand(T * B * I, g), Rand(D * B * H, g)};
+      std::vector<std::vector<int64_t>> shapes = {{T, B, I}, {D, B, H}};
+      if (lstm) {
+        ins.push_back(Rand(D * B * H, g));
+        shapes.push_back({D, B, H});
+      }
+      Run r;
+      auto out = HostRun(p, shapes, ins, r);
+      std::string what = std::string(lstm ? "lstm" : "gru") + (bidi ? " bidirectional" : " reverse");
+      Expect(r.shapes[outs[0]] == std::vector<int64_t>{T, D, B, H}, what + ": Y's shape");
+      int bad = 0;
+      for (int64_t d = 0; d < D; d++) {
+        // The reference: the whole sequence through the host loop at once, in the direction's order.
+        std::vector<float> x(T * B * I), y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(G, H, B));
+        for (int64_t t = 0; t < T; t++) {
+          int64_t src = k->dirs[d].reverse ? T - 1 - t : t;
+          std::copy(ins[0].begin() + src * B * I, ins[0].begin() + (src + 1) * B * I, x.begin() + t * B * I);
+        }
+        const float* h0 = ins[1].data() + d * B * H;
+        if (lstm) {
+          HostLstm(k->Weights(d), x.data(), T, B, h0, ins[2].data() + d * B * H, y.data(), yh.data(), yc.data(),
+                   scratch.data());
+        } else {
+          HostGru(k->Weights(d), false, x.data(), T, B, h0, y.data(), yh.data(), scratch.data());
+        }
+        for (int64_t t = 0; t < T; t++) {
+          int64_t src = k->dirs[d].reverse ? T - 1 - t : t;
+          for (int64_t i = 0; i < B * H; i++)
+            if (!Near(out[0][(src * D + d) * B * H + i], y[t * B * H + i], 1e-6)) bad++;
+        }
+        for (int64_t i = 0; i < B * H; i++) {
+          if (!Near(out[1][d * B * H + i], yh[i], 1e-6)) bad++;
+          if (lstm && !Near(out[2][d * B * H + i], yc[i], 1e-6)) bad++;
+        }
+      }
+      Expect(bad == 0, what + ": " + std::to_string(bad) + " values differ from the reversed forward run");
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::printf("usage: test_ep_ops README.md\n");
@@ -212,6 +522,12 @@ int main(int argc, char** argv) {
   TestRegistry(argv[1]);
   TestFuseDense(g);
   TestBinaryBroadcast(g);
+  TestConv(g);
+  TestPool(g);
+  TestLayerNorm(g);
+  TestReduceMean(g);
+  TestElementwise();
+  TestRnnDirections(g);
   if (failures) {
     std::printf("%d failures\n", failures);
     return 1;

@@ -268,3 +268,127 @@ extern "C" __global__ void onnxrl_gru_out(const float* gx, const float* gh, cons
     if (y != nullptr) y[i] = hv;
   }
 }
+
+// onnxrl_conv: a 2-D NCHW convolution, one thread per output element, direct (the window's
+// products summed in registers). geo = {N, C, H, W, OC, OH, OW, group}; k = {KH, KW, sh, sw, pt,
+// pl, dh, dw}; w [OC][C/group][KH][KW]; bias [OC] or null.
+extern "C" __global__ void onnxrl_conv(const float* __restrict__ x, const float* __restrict__ w,
+                                       const float* __restrict__ bias, float* out, long long n, Dims geo, Dims k) {
+  const long long C = geo.d[1], H = geo.d[2], W = geo.d[3], OC = geo.d[4], OH = geo.d[5], OW = geo.d[6];
+  const long long Cg = C / geo.d[7], OCg = OC / geo.d[7];
+  const int KH = (int)k.d[0], KW = (int)k.d[1];
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    const long long ow = i % OW, oh = (i / OW) % OH, oc = (i / (OW * OH)) % OC, b = i / (OW * OH * OC);
+    const long long h0 = oh * k.d[2] - k.d[4], w0 = ow * k.d[3] - k.d[5];
+    const float* xg = x + (b * C + (oc / OCg) * Cg) * H * W;
+    const float* wo = w + oc * Cg * KH * KW;
+    float acc = bias != nullptr ? bias[oc] : 0.0f;
+    for (long long c = 0; c < Cg; c++) {
+      const float* xc = xg + c * H * W;
+      const float* wc = wo + c * KH * KW;
+      for (int kh = 0; kh < KH; kh++) {
+        const long long ih = h0 + kh * k.d[6];
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < KW; kw++) {
+          const long long iw = w0 + kw * k.d[7];
+          if (iw >= 0 && iw < W) acc += xc[ih * W + iw] * wc[kh * KW + kw];
+        }
+      }
+    }
+    out[i] = acc;
+  }
+}
+
+// onnxrl_pool: MaxPool or AveragePool over 2-D planes, one thread per output element. geo =
+// {planes, H, W, OH, OW, max, count_include_pad}; k as onnxrl_conv's. An average divides by the
+// window's elements within the input, or with count_include_pad by the kernel's size.
+extern "C" __global__ void onnxrl_pool(const float* __restrict__ x, float* out, long long n, Dims geo, Dims k) {
+  const long long H = geo.d[1], W = geo.d[2], OH = geo.d[3], OW = geo.d[4];
+  const int KH = (int)k.d[0], KW = (int)k.d[1];
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    const long long ow = i % OW, oh = (i / OW) % OH, p = i / (OW * OH);
+    const float* xp = x + p * H * W;
+    const long long h0 = oh * k.d[2] - k.d[4], w0 = ow * k.d[3] - k.d[5];
+    if (geo.d[5]) {
+      float m = -3.402823466e+38f;
+      for (int kh = 0; kh < KH; kh++) {
+        const long long ih = h0 + kh * k.d[6];
+        if (ih < 0 || ih >= H) continue;
+        for (int kw = 0; kw < KW; kw++) {
+          const long long iw = w0 + kw * k.d[7];
+          if (iw >= 0 && iw < W) m = fmaxf(m, xp[ih * W + iw]);
+        }
+      }
+      out[i] = m;
+    } else {
+      const long long hs = h0 > 0 ? h0 : 0, he = h0 + KH < H ? h0 + KH : H;
+      const long long ws = w0 > 0 ? w0 : 0, we = w0 + KW < W ? w0 + KW : W;
+      float sum = 0.0f;
+      for (long long ih = hs; ih < he; ih++)
+        for (long long iw = ws; iw < we; iw++) sum += xp[ih * W + iw];
+      const long long valid = (he - hs) * (we - ws);
+      const long long count = geo.d[6] ? (long long)KH * KW : (valid > 0 ? valid : 0);
+      out[i] = count > 0 ? sum / (float)count : 0.0f;
+    }
+  }
+}
+
+// onnxrl_layernorm: rows of len values normalized (mean, variance by two passes), scaled and
+// shifted (bias may be null); one thread per row.
+extern "C" __global__ void onnxrl_layernorm(const float* __restrict__ x, const float* __restrict__ scale,
+                                            const float* __restrict__ bias, float* y, long long rows, long long len,
+                                            float eps) {
+  for (long long r = onnxrl_ep::dev::GlobalThread(); r < rows; r += onnxrl_ep::dev::GridThreads()) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double sum = 0;
+    for (long long i = 0; i < len; i++) sum += xr[i];
+    const double mean = sum / (double)len;
+    double sq = 0;
+    for (long long i = 0; i < len; i++) sq += (xr[i] - mean) * (xr[i] - mean);
+    const float m = (float)mean;
+    const float inv = (float)(1.0 / sqrt(sq / (double)len + eps));
+    for (long long i = 0; i < len; i++) yr[i] = (xr[i] - m) * inv * scale[i] + (bias != nullptr ? bias[i] : 0.0f);
+  }
+}
+
+// onnxrl_reduce_mean: one thread per output element, the mean of its count input elements. odims
+// are the output's dims with the reduced ones as 1, rdims the reduced dims with the kept ones as
+// 1, istr the input's strides.
+extern "C" __global__ void onnxrl_reduce_mean(const float* __restrict__ x, float* out, long long n, int rank,
+                                              long long count, Dims odims, Dims rdims, Dims istr) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long rem = i, base = 0;
+    for (int d = rank - 1; d >= 0; d--) {
+      base += (rem % odims.d[d]) * istr.d[d];
+      rem /= odims.d[d];
+    }
+    double sum = 0;
+    for (long long j = 0; j < count; j++) {
+      long long r = j, off = base;
+      for (int d = rank - 1; d >= 0; d--) {
+        off += (r % rdims.d[d]) * istr.d[d];
+        r /= rdims.d[d];
+      }
+      sum += x[off];
+    }
+    out[i] = (float)(sum / (double)count);
+  }
+}
+
+// onnxrl_pad: constant padding; begin holds each dimension's leading pad (negative: cropped).
+extern "C" __global__ void onnxrl_pad(const float* __restrict__ x, float* out, long long n, int rank, Dims odims,
+                                      Dims idims, Dims begin, float value) {
+  for (long long i = onnxrl_ep::dev::GlobalThread(); i < n; i += onnxrl_ep::dev::GridThreads()) {
+    long long rem = i, off = 0, stride = 1;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; d--) {
+      const long long q = rem % odims.d[d] - begin.d[d];
+      rem /= odims.d[d];
+      inside = inside && q >= 0 && q < idims.d[d];
+      off += q * stride;
+      stride *= idims.d[d];
+    }
+    out[i] = inside ? x[off] : value;
+  }
+}

@@ -24,8 +24,8 @@ struct DenseKernel : Kernel {
   float a = 0, b = 0;          // the activation's parameters (LeakyRelu alpha, Clip min/max)
 };
 
-// BinaryKernel (Add, Sub, Mul, Div): broadcasting. Its run.aux holds both inputs' element
-// strides per output dimension, A's then B's.
+// BinaryKernel (Add, Sub, Mul, Div, Pow with a tensor exponent): broadcasting. Its run.aux holds
+// both inputs' element strides per output dimension, A's then B's.
 struct BinaryKernel : Kernel {
   const char* Kind() const override { return "Binary"; }
   void Infer(InferContext& c) const override;
@@ -35,7 +35,8 @@ struct BinaryKernel : Kernel {
   int32_t op = kBinAdd;  // a Bin
 };
 
-// UnaryKernel (Relu, LeakyRelu, Tanh, Sigmoid, Exp, Log, Neg, Clip): elementwise.
+// UnaryKernel (Relu, LeakyRelu, Tanh, Sigmoid, Exp, Log, Neg, Clip, Erf, Sqrt, Pow with a constant
+// scalar exponent): elementwise.
 struct UnaryKernel : Kernel {
   const char* Kind() const override { return "Unary"; }
   void Infer(InferContext& c) const override;
@@ -43,19 +44,27 @@ struct UnaryKernel : Kernel {
   void Device(DeviceContext& c) const override;
 
   int32_t act = kActNone;  // an Act
-  float a = 0, b = 0;      // LeakyRelu alpha, Clip min/max
+  float a = 0, b = 0;      // LeakyRelu alpha, Clip min/max, Pow's exponent
 };
 
-// RnnKernel: a forward LSTM or GRU, one layer. in = {X, initial_h, initial_c (LSTM; else -1)},
-// out = {Y, Y_h, Y_c (LSTM)}, each -1 when absent.
+// RnnKernel: an LSTM or GRU, one layer: forward, reverse or bidirectional (D = 1 or 2
+// directions). in = {X, initial_h, initial_c (LSTM; else -1)}, out = {Y, Y_h, Y_c (LSTM)}, each
+// -1 when absent. Y is [T, D, B, H], the states [D, B, H].
 struct RnnKernel : Kernel {
   void Infer(InferContext& c) const override;
   // Gates is 4 for an LSTM, 3 for a GRU.
   virtual int64_t Gates() const = 0;
-  RnnWeights Weights() const { return RnnWeights{I, H, wx.data(), wh.data(), bx.data(), bh.data()}; }
+  RnnWeights Weights(size_t d) const {
+    const Direction& w = dirs[d];
+    return RnnWeights{I, H, w.wx.data(), w.wh.data(), w.bx.data(), w.bh.data()};
+  }
 
+  struct Direction {
+    bool reverse = false;               // from the last step to the first
+    std::vector<float> wx, wh, bx, bh;  // Wx [I][G*H], Wh [H][G*H], biases [G*H]
+  };
   int64_t H = 0, I = 0;
-  std::vector<float> wx, wh, bx, bh;  // Wx [I][G*H], Wh [H][G*H], biases [G*H]
+  std::vector<Direction> dirs;  // one, or two (bidirectional: forward, then reverse)
 };
 
 struct LstmKernel : RnnKernel {

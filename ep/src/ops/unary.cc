@@ -1,4 +1,4 @@
-// Relu, LeakyRelu, Tanh, Sigmoid, Exp, Log, Neg, Clip: elementwise activations.
+// Relu, LeakyRelu, Tanh, Sigmoid, Exp, Log, Neg, Clip, Erf, Sqrt: elementwise activations.
 #include <cfloat>
 #include <cmath>
 
@@ -33,6 +33,10 @@ void LowerUnary(const OrtNode* n, Plan& p) {
     s->act = kActLog;
   } else if (op == "Neg") {
     s->act = kActNeg;
+  } else if (op == "Erf") {
+    s->act = kActErf;
+  } else if (op == "Sqrt") {
+    s->act = kActSqrt;
   } else if (op == "Clip") {
     s->act = kActClip;
     if (SinceVersion(n) < 11) {
@@ -47,7 +51,8 @@ void LowerUnary(const OrtNode* n, Plan& p) {
   p.steps.push_back(std::move(s));
 }
 
-const OpRegistrar kRegistrar({"Relu", "LeakyRelu", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Clip"}, LowerUnary);
+const OpRegistrar kRegistrar({"Relu", "LeakyRelu", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Clip", "Erf", "Sqrt"},
+                             LowerUnary);
 
 }  // namespace
 

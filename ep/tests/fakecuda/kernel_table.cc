@@ -97,6 +97,11 @@ const std::vector<Kernel>& Kernels() {
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_lbr, kMaxBlockThreads),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_reset, kMaxBlockThreads),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_out, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_conv, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_pool, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_layernorm, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_reduce_mean, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_pad, kMaxBlockThreads),
   };
   return *k;
 }
