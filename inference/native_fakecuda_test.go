@@ -161,7 +161,5 @@ func fakeCUDAMatch(t *testing.T, path string) {
 	require.NoError(t, err)
 	subs := matchOn(t, m, "native:cuda:0", fakeCUDABatches)
 	assert.NotEmpty(t, nodesOn(subs, NativeProvider))
-	if !strings.Contains(path, "cnn") {
-		assert.Empty(t, nodesOn(subs, "CPUExecutionProvider"), "nodes left on the CPU provider")
-	}
+	assert.Empty(t, nodesOn(subs, "CPUExecutionProvider"), "nodes left on the CPU provider")
 }

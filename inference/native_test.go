@@ -236,10 +236,8 @@ func TestNativeMatchesCPUBundled(t *testing.T) {
 			subs := matchCPU(t, m)
 			claimed := nodesOn(subs, NativeProvider)
 			t.Logf("claimed %v; on the CPU provider: %v", claimed, nodesOn(subs, "CPUExecutionProvider"))
-			if !strings.Contains(p, "cnn") {
-				// Every node of the MLP and recurrent policies runs in the provider.
-				assert.Empty(t, nodesOn(subs, "CPUExecutionProvider"), "nodes left on the CPU provider")
-			}
+			// Every node of the MLP, CNN and recurrent policies runs in the provider.
+			assert.Empty(t, nodesOn(subs, "CPUExecutionProvider"), "nodes left on the CPU provider")
 			assert.NotEmpty(t, claimed)
 		})
 	}
