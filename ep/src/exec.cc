@@ -56,24 +56,53 @@ void InferRun(const Plan& p, Run& r) {
   }
 }
 
-Run& Executor::Resolve(const Inputs& in) {
-  for (Run& r : runs_)
-    if (in.Matches(r.key)) return r;
-  // A bounded cache: a caller cycling through many shapes re-plans the oldest ones.
-  if (runs_.size() >= kMaxRuns) runs_.erase(runs_.begin());
-  Run r;
-  r.key = in.Key();
-  r.shapes.assign(plan_.values.size(), {});
-  for (size_t i = 0; i < plan_.inputs.size(); i++)
-    r.shapes[plan_.inputs[i]].assign(in.dims[i], in.dims[i] + in.ranks[i]);
-  InferRun(plan_, r);
-  runs_.push_back(std::move(r));
-  return runs_.back();
+Executor::Executor(Plan plan) : plan_(std::move(plan)) {
+  for (auto& step : plan_.steps) step->PrepareHost();
 }
 
-void Executor::Execute(Run& r) {
+Run* Executor::Acquire(const Inputs& in) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = runs_.size(); i-- > 0;) {
+    Run& r = *runs_[i];
+    if (!r.busy && in.Matches(r.key)) {
+      r.busy = true;
+      return &r;
+    }
+  }
+  // A bounded set: a caller cycling through many shapes re-plans the least recently used.
+  if (runs_.size() >= kMaxRuns) {
+    for (size_t i = 0; i < runs_.size(); i++)
+      if (!runs_[i]->busy) {
+        runs_.erase(runs_.begin() + i);
+        break;
+      }
+  }
+  auto r = std::make_unique<Run>();
+  r->key = in.Key();
+  r->shapes.assign(plan_.values.size(), {});
+  for (size_t i = 0; i < plan_.inputs.size(); i++)
+    r->shapes[plan_.inputs[i]].assign(in.dims[i], in.dims[i] + in.ranks[i]);
+  InferRun(plan_, *r);
+  r->busy = true;
+  runs_.push_back(std::move(r));
+  return runs_.back().get();
+}
+
+void Executor::Release(Run* r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  r->busy = false;
+  // Most recently used last: the next Acquire of this signature finds it first.
+  for (size_t i = 0; i + 1 < runs_.size(); i++)
+    if (runs_[i].get() == r) {
+      std::rotate(runs_.begin() + i, runs_.begin() + i + 1, runs_.end());
+      break;
+    }
+}
+
+void Executor::Execute(Run& r, OrtKernelContext* ctx) {
   for (size_t si = 0; si < plan_.steps.size(); si++) {
     ExecContext c{plan_, r, si};
+    c.ort = ctx;
     plan_.steps[si]->Host(c);
   }
 }
@@ -116,14 +145,17 @@ bool Inputs::Matches(const std::vector<int64_t>& key) const {
 }
 
 OrtStatus* Executor::Compute(OrtKernelContext* ctx) noexcept {
+  Run* r = nullptr;
   try {
-    std::lock_guard<std::mutex> lock(mu_);
-    in_.Read(ctx, plan_);
-    Run& r = Resolve(in_);
-    for (size_t i = 0; i < in_.data.size(); i++) r.ptr[plan_.inputs[i]] = const_cast<void*>(in_.data[i]);
+    // Per thread, so that concurrent calls do not share it and a steady-state call allocates
+    // nothing.
+    thread_local Inputs in;
+    in.Read(ctx, plan_);
+    r = Acquire(in);
+    for (size_t i = 0; i < in.data.size(); i++) r->ptr[plan_.inputs[i]] = const_cast<void*>(in.data[i]);
     for (size_t i = 0; i < plan_.outputs.size(); i++) {
       int v = plan_.outputs[i];
-      const auto& shape = r.shapes[v];
+      const auto& shape = r->shapes[v];
       OrtValue* out = nullptr;
       Check(g_ort->KernelContext_GetOutput(ctx, i, shape.data(), shape.size(), &out), "KernelContext_GetOutput");
       void* data = nullptr;
@@ -132,18 +164,22 @@ OrtStatus* Executor::Compute(OrtKernelContext* ctx) noexcept {
       if (val.input >= 0 || val.is_const) {
         // An output that is an input or a constant: copied, never written through.
         size_t bytes = NumElements(shape) * ElemSize(val.type);
-        if (bytes > 0) std::memcpy(data, r.ptr[v], bytes);
+        if (bytes > 0) std::memcpy(data, r->ptr[v], bytes);
       } else {
-        r.ptr[v] = data;
+        r->ptr[v] = data;
       }
     }
-    Execute(r);
+    Execute(*r, ctx);
+    Release(r);
     return nullptr;
   } catch (Error& e) {
+    if (r != nullptr) Release(r);
     return Fail(plan_.name + ": " + e.msg);
   } catch (std::exception& e) {
+    if (r != nullptr) Release(r);
     return Fail(plan_.name + ": " + e.what());
   } catch (...) {
+    if (r != nullptr) Release(r);
     return Fail(plan_.name + ": unknown failure");
   }
 }

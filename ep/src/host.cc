@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "gemm.h"
+
 namespace onnxrl_ep {
 
 namespace {
@@ -54,16 +56,6 @@ void Accumulate(const float* __restrict a, int64_t lda, int64_t M, int64_t K, co
   }
 }
 
-void InitRows(float* out, int64_t M, int64_t N, const float* bias) {
-  for (int64_t m = 0; m < M; m++) {
-    if (bias != nullptr) {
-      std::memcpy(out + m * N, bias, N * sizeof(float));
-    } else {
-      std::memset(out + m * N, 0, N * sizeof(float));
-    }
-  }
-}
-
 // ApplyActs applies one activation over n values, the choice made once outside the loop.
 ONNXRL_VECTOR_CLONES
 void ApplyActs(int32_t code, float a, float b, const float* in, float* out, int64_t n) {
@@ -92,11 +84,15 @@ void ApplyActs(int32_t code, float a, float b, const float* in, float* out, int6
 
 void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
                float act_a, float act_b, float* out) {
-  InitRows(out, M, N, bias);
-  Accumulate(a, K, M, K, w, N, out, N);
-  if (act != kActNone) {
-    ApplyActs(act, act_a, act_b, out, out, M * N);
-  }
+  // w is packed on every call (a runtime matrix, or a caller without packed weights): O(K N)
+  // copies against O(M K N) multiply-adds, into this thread's buffer, grown only when needed.
+  thread_local PackedWeights packed;
+  packed.Repack(w, K, N, N, bias);
+  Epilogue e;
+  e.act = act;
+  e.a = act_a;
+  e.b = act_b;
+  Gemm(a, K, M, packed, 0, N, e, out, N);
 }
 
 void HostBinary(int32_t op, const float* a, const float* b, float* out, const int64_t* dims, const int64_t* sa,

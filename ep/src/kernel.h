@@ -53,6 +53,22 @@ struct ExecContext {
   void* ptr(int v) const;
   const std::vector<int64_t>& aux() const;
   float* scratch() const;
+
+  // ParallelFor calls f(i) for i in [0, n) on the session's intra-op threads (the runtime's
+  // KernelContext_ParallelFor; in the calling thread when there is no runtime context, as in
+  // tests, or one task). f must not throw.
+  template <typename F>
+  void ParallelFor(size_t n, F& f) const {
+    if (n == 0) return;
+    if (n == 1 || ort == nullptr) {
+      for (size_t i = 0; i < n; i++) f(i);
+      return;
+    }
+    auto call = [](void* fp, size_t i) { (*static_cast<F*>(fp))(i); };
+    Check(g_ort->KernelContext_ParallelFor(ort, call, n, 0, &f), "KernelContext_ParallelFor");
+  }
+
+  OrtKernelContext* ort = nullptr;  // the runtime's context of this run (null in tests)
 };
 
 class Kernel {
@@ -67,6 +83,9 @@ class Kernel {
   virtual void Host(ExecContext& c) const = 0;
   // Device issues the step's launches on the CUDA backend's stream (cuda/device_context.h).
   virtual void Device(DeviceContext& c) const = 0;
+  // PrepareHost is called once by the host executor before its first run, to put constants
+  // in the form its loops want (Dense packs its weights, gemm.h); nothing by default.
+  virtual void PrepareHost() {}
 
   std::string node;          // the ONNX node's name, for messages
   std::vector<int> in, out;  // value ids; -1 for an absent optional one

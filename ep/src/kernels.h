@@ -17,8 +17,12 @@ typedef long long int64_t;
 
 #if defined(__CUDACC__)
 #define ONNXRL_HD __host__ __device__
+#define ONNXRL_FORCE_INLINE __forceinline__
 #else
 #define ONNXRL_HD
+// Inlined even into a caller compiled for another instruction set (gemm.cc's AVX-512 and AVX2
+// micro-kernels), where a call would pass vectors through memory to scalar code.
+#define ONNXRL_FORCE_INLINE inline __attribute__((always_inline))
 #endif
 
 namespace onnxrl_ep {
@@ -45,29 +49,38 @@ enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv, kBinPow };
 
 // Tanh: a rational approximation, odd numerator of degree 13 over an even denominator of
 // degree 6 on [-7.9053, 7.9053] (tanh rounds to +-1 in float32 beyond), a few ulp from the
-// exact value; written without branches so that host loops vectorize.
-ONNXRL_HD inline float Tanh(float x) {
+// exact value. Written as a template without branches (ternaries only) so that the same
+// expression serves a float and, on the host, a GCC vector of floats (the fused dense kernels'
+// epilogue, gemm.cc), where every operation is one vector instruction.
+template <typename T>
+ONNXRL_HD ONNXRL_FORCE_INLINE T TanhOf(T x) {
   const float lim = 7.90531110763549805f;
-  float c = x > lim ? lim : (x < -lim ? -lim : x);
-  float x2 = c * c;
-  float p = -2.76076847742355e-16f;
-  p = p * x2 + 2.00018790482477e-13f;
+  T c = x > lim ? lim : (x < -lim ? -lim : x);
+  T x2 = c * c;
+  T p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
   p = p * x2 + -8.60467152213735e-11f;
   p = p * x2 + 5.12229709037114e-08f;
   p = p * x2 + 1.48572235717979e-05f;
   p = p * x2 + 6.37261928875436e-04f;
   p = p * x2 + 4.89352455891786e-03f;
   p = p * c;
-  float q = 1.19825839466702e-06f;
-  q = q * x2 + 1.18534705686654e-04f;
+  T q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
   q = q * x2 + 2.26843463243900e-03f;
   q = q * x2 + 4.89352518554385e-03f;
-  float r = p / q;
-  return (x < 0.0004f && x > -0.0004f) ? x : r;
+  T r = p / q;
+  // |x| < 0.0004 (tanh(x) rounds to x), written as one comparison: a vector && is done lane
+  // by lane.
+  return x * x < 1.6e-7f ? x : r;
 }
 
 // Sigmoid through Tanh: 1/(1+e^-x) = (1 + tanh(x/2)) / 2.
-ONNXRL_HD inline float Sigmoid(float x) { return 0.5f * Tanh(0.5f * x) + 0.5f; }
+template <typename T>
+ONNXRL_HD ONNXRL_FORCE_INLINE T SigmoidOf(T x) {
+  return TanhOf(x * 0.5f) * 0.5f + 0.5f;
+}
+
+ONNXRL_HD inline float Tanh(float x) { return TanhOf(x); }
+ONNXRL_HD inline float Sigmoid(float x) { return SigmoidOf(x); }
 
 // ApplyAct: a is LeakyRelu's alpha, Clip's minimum or Pow's exponent, b is Clip's maximum.
 ONNXRL_HD inline float ApplyAct(int32_t act, float x, float a, float b) {

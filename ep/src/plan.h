@@ -54,6 +54,7 @@ struct Run {
   std::vector<void*> ptr;                    // per value
   std::vector<std::vector<int64_t>> aux;     // per step: int64 data of this signature (Binary's strides)
   std::vector<float> scratch;                // RNN gates
+  bool busy = false;                         // held by a call of Executor::Compute
 };
 
 // InferRun resolves every value's shape from the inputs' (r.shapes of inputs already set, r.shapes
@@ -76,26 +77,28 @@ struct Inputs {
   bool Matches(const std::vector<int64_t>& key) const;
 };
 
-// Executor runs a plan on the host. Compute is safe to call from several threads (one at a time).
+// Executor runs a plan on the host. Compute may be called from several threads at once: each
+// call takes a run (shapes and buffers of its input signature) that no other call holds, so
+// concurrent runs of one session proceed in parallel; the lock covers only the look-up.
 class Executor {
  public:
-  explicit Executor(Plan plan) : plan_(std::move(plan)) {}
+  // The constructor prepares every step for the host (Kernel::PrepareHost: packed weights).
+  explicit Executor(Plan plan);
   OrtStatus* Compute(OrtKernelContext* ctx) noexcept;
   const Plan& plan() const { return plan_; }
 
-  // Resolve returns the run of the inputs' dims and ranks, planning it (InferRun) when new. Not
-  // synchronized: Compute calls it under its lock.
-  Run& Resolve(const Inputs& in);
-
  private:
-  void Execute(Run& r);
+  // Acquire returns a run of the inputs' signature that no other call holds, planning one
+  // (InferRun) when none is free; Release hands it back.
+  Run* Acquire(const Inputs& in);
+  void Release(Run* r);
+  void Execute(Run& r, OrtKernelContext* ctx);
 
-  static constexpr size_t kMaxRuns = 64;  // input signatures kept planned
+  static constexpr size_t kMaxRuns = 64;  // idle runs kept planned
 
   Plan plan_;
   std::mutex mu_;
-  std::vector<Run> runs_;
-  Inputs in_;
+  std::vector<std::unique_ptr<Run>> runs_;  // most recently used last
 };
 
 }  // namespace onnxrl_ep

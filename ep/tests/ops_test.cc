@@ -117,9 +117,11 @@ static K& Add(Plan& p, const std::string& node, std::vector<int> in, std::vector
   return ref;
 }
 
-// Host plans run for the given input shapes and buffers; the outputs' buffers are returned.
-static std::vector<std::vector<float>> HostRun(const Plan& p, const std::vector<std::vector<int64_t>>& shapes,
+// Host plans run for the given input shapes and buffers, prepared as the host executor
+// prepares them (Kernel::PrepareHost); the outputs' buffers are returned.
+static std::vector<std::vector<float>> HostRun(Plan& p, const std::vector<std::vector<int64_t>>& shapes,
                                                std::vector<std::vector<float>>& inputs, Run& r) {
+  for (auto& step : p.steps) step->PrepareHost();
   r.shapes.assign(p.values.size(), {});
   for (size_t i = 0; i < p.inputs.size(); i++) r.shapes[p.inputs[i]] = shapes[i];
   InferRun(p, r);
@@ -159,14 +161,16 @@ static void TestFuseDense(std::mt19937& g) {
          "the fused Dense");
   if (fused == nullptr) return;
   std::vector<std::vector<float>> in = {Rand(M * K, g)};
+  const std::vector<float> w = fused->w;  // PrepareHost packs and releases it
   Run r;
   auto out = HostRun(p, {{M, K}}, in, r);
+  Expect(fused->w.empty() && !fused->packed.empty(), "the host executor keeps only the packed weights");
   Expect(r.shapes[y] == std::vector<int64_t>{M, N}, "the fused Dense's output shape");
   const auto& bias = p.values[b].c.f;
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       double acc = bias[n];
-      for (int64_t k = 0; k < K; k++) acc += double(in[0][m * K + k]) * fused->w[k * N + n];
+      for (int64_t k = 0; k < K; k++) acc += double(in[0][m * K + k]) * w[k * N + n];
       float want = static_cast<float>(std::max(acc, 0.0));
       Expect(std::fabs(out[0][m * N + n] - want) <= 1e-5f, "fused dense value");
     }

@@ -130,9 +130,33 @@ void DenseKernel::Infer(InferContext& c) const {
   c.set_shape(out[0], std::move(o));
 }
 
+void DenseKernel::PrepareHost() {
+  if (!packed.empty()) return;  // prepared already
+  packed = PackedWeights::Pack(w.data(), K, N, N, bias.empty() ? nullptr : bias.data());
+  std::vector<float>().swap(w);
+  std::vector<float>().swap(bias);
+}
+
 void DenseKernel::Host(ExecContext& c) const {
-  int64_t M = NumElements(c.shape(in[0])) / K;
-  HostDense(c.CF(in[0]), M, K, w.data(), N, bias.empty() ? nullptr : bias.data(), act, a, b, c.F(out[0]));
+  if (packed.empty()) throw Error{"node " + node + ": the host executor did not prepare this step"};
+  // Rows: every dimension but the last (K may be 0).
+  const auto& xs = c.shape(in[0]);
+  int64_t M = 1;
+  for (size_t d = 0; d + 1 < xs.size(); d++) M *= xs[d];
+  if (M == 0) return;
+  const float* x = c.CF(in[0]);
+  float* y = c.F(out[0]);
+  Epilogue e;
+  e.act = act;
+  e.a = a;
+  e.b = b;
+  // Rows split over the session's intra-op threads (gemm.h, RowsPerTask).
+  const int64_t rows = RowsPerTask(K * N, M);
+  auto task = [&](size_t t) {
+    const int64_t m0 = static_cast<int64_t>(t) * rows;
+    Gemm(x + m0 * K, K, std::min(rows, M - m0), packed, 0, N, e, y + m0 * N, N);
+  };
+  c.ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
 }
 
 void DenseKernel::Device(DeviceContext& c) const {

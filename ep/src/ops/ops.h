@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../gemm.h"
 #include "../host.h"
 #include "../kernel.h"
 
@@ -18,10 +19,14 @@ struct DenseKernel : Kernel {
   void Host(ExecContext& c) const override;
   void Device(DeviceContext& c) const override;
 
+  // PrepareHost packs w and bias into packed and releases them (the host backend keeps one copy).
+  void PrepareHost() override;
+
   int64_t K = 0, N = 0;
   std::vector<float> w, bias;  // W [K][N] (Gemm's alpha and transB folded), bias [N] (empty: none)
   int32_t act = kActNone;      // an Act fused in
   float a = 0, b = 0;          // the activation's parameters (LeakyRelu alpha, Clip min/max)
+  PackedWeights packed;        // the host backend's form of w and bias (PrepareHost)
 };
 
 // BinaryKernel (Add, Sub, Mul, Div, Pow with a tensor exponent): broadcasting. Its run.aux holds
