@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "host.h"
+#include "host_group.h"
+#include "ops/ops.h"
 #include "plan.h"
 
 namespace onnxrl_ep {
@@ -56,9 +58,30 @@ void InferRun(const Plan& p, Run& r) {
   }
 }
 
+// Bounds of the host's fused MLPs: the merged heads' outputs are kept on the stack
+// (host_group.cc); layers and widths are not limited by the host.
+constexpr size_t kHostGroupLayers = 32;
+constexpr size_t kHostGroupHeads = 8;
+constexpr int64_t kHostGroupWidth = int64_t{1} << 20;
+
 Executor::Executor(Plan plan) : plan_(std::move(plan)) {
-  for (auto& step : plan_.steps) step->PrepareHost();
+  const size_t n = plan_.steps.size();
+  group_at_.resize(n);
+  in_group_.assign(n, false);
+  std::vector<bool> merged(n, false);
+  for (const auto& [first, g] : FindDenseGroups(plan_, kHostGroupLayers, kHostGroupHeads, kHostGroupWidth)) {
+    group_at_[first] = std::make_unique<HostDenseGroup>(plan_, g);
+    for (size_t si : g.trunk) in_group_[si] = true;
+    for (size_t si : g.heads) {
+      in_group_[si] = true;
+      merged[si] = group_at_[first]->merged();
+    }
+  }
+  for (size_t si = 0; si < n; si++)
+    if (!merged[si]) plan_.steps[si]->PrepareHost();
 }
+
+Executor::~Executor() = default;
 
 Run* Executor::Acquire(const Inputs& in) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -103,7 +126,11 @@ void Executor::Execute(Run& r, OrtKernelContext* ctx) {
   for (size_t si = 0; si < plan_.steps.size(); si++) {
     ExecContext c{plan_, r, si};
     c.ort = ctx;
-    plan_.steps[si]->Host(c);
+    if (group_at_[si] != nullptr) {
+      group_at_[si]->Run(c);  // the whole group, here at its first step
+    } else if (!in_group_[si]) {
+      plan_.steps[si]->Host(c);
+    }
   }
 }
 

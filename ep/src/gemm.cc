@@ -105,6 +105,14 @@ ONNXRL_ALWAYS_INLINE void Activate(V* v, int n, const Epilogue& e) {
 #pragma GCC unroll 32
       for (int i = 0; i < n; i++) v[i] = SigmoidOf(v[i]);
       break;
+    case kActErf:
+#pragma GCC unroll 32
+      for (int i = 0; i < n; i++) v[i] = ErfOf(v[i]);
+      break;
+    case kActGelu:
+#pragma GCC unroll 32
+      for (int i = 0; i < n; i++) v[i] = GeluOf(v[i]);
+      break;
     default:  // not fused into a matrix multiply (ops/dense.cc): element by element
       for (int i = 0; i < n; i++)
         for (int j = 0; j < Lanes<V>; j++) v[i][j] = ApplyAct(e.act, v[i][j], e.a, e.b);
@@ -205,18 +213,46 @@ ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const 
   }
 }
 
+// Span applies e's activation to n floats: vectors of 4 V at a time, then single V, then
+// the scalar rest.
+template <typename V>
+ONNXRL_ALWAYS_INLINE void Span(const Epilogue& e, const float* in, float* out, int64_t n) {
+  constexpr int L = Lanes<V>;
+  int64_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    V v[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) v[j] = Load<V>(in + i + j * L);
+    Activate(v, 4, e);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) Store<V>(out + i + j * L, v[j]);
+  }
+  for (; i + L <= n; i += L) {
+    V v = Load<V>(in + i);
+    Activate(&v, 1, e);
+    Store<V>(out + i, v);
+  }
+  for (; i < n; i++) out[i] = ApplyAct(e.act, in[i], e.a, e.b);
+}
+
 using GemmFn = void (*)(const float*, int64_t, int64_t, const PackedWeights&, int64_t, int64_t, const Epilogue&,
                         float*, int64_t);
+
+using SpanFn = void (*)(const Epilogue&, const float*, float*, int64_t);
 
 void GemmPortable(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
                   const Epilogue& e, float* out, int64_t ldo) {
   Blocked<V4, 3, 1>(x, lda, M, w, n0, n1, e, out, ldo);
 }
+void SpanPortable(const Epilogue& e, const float* in, float* out, int64_t n) { Span<V4>(e, in, out, n); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2,fma"))) void GemmAvx2(const float* x, int64_t lda, int64_t M, const PackedWeights& w,
                                                   int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
   Blocked<V8, 6, 1>(x, lda, M, w, n0, n1, e, out, ldo);
+}
+__attribute__((target("avx2,fma"))) void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
+  Span<V8>(e, in, out, n);
 }
 
 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void GemmAvx512(const float* x, int64_t lda, int64_t M,
@@ -225,10 +261,15 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void GemmAvx512(co
                                                                              int64_t ldo) {
   Blocked<V16, 8, 2>(x, lda, M, w, n0, n1, e, out, ldo);
 }
+__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void SpanAvx512(const Epilogue& e, const float* in,
+                                                                             float* out, int64_t n) {
+  Span<V16>(e, in, out, n);
+}
 #endif
 
 struct Dispatch {
   GemmFn fn;
+  SpanFn span;
   const char* name;
 };
 
@@ -240,10 +281,10 @@ Dispatch Choose() {
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                 __builtin_cpu_supports("avx512vl");
-  if (avx512 && allowed("avx512")) return {GemmAvx512, "avx512"};
-  if (avx2 && (allowed("avx2") || (want != nullptr && std::strcmp(want, "avx512") == 0))) return {GemmAvx2, "avx2"};
+  if (avx512 && allowed("avx512")) return {GemmAvx512, SpanAvx512, "avx512"};
+  if (avx2 && (allowed("avx2") || (want != nullptr && std::strcmp(want, "avx512") == 0))) return {GemmAvx2, SpanAvx2, "avx2"};
 #endif
-  return {GemmPortable, "portable"};
+  return {GemmPortable, SpanPortable, "portable"};
 }
 
 const Dispatch& Chosen() {
@@ -257,6 +298,15 @@ void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_
           float* out, int64_t ldo) {
   if (M <= 0 || n1 <= n0) return;
   Chosen().fn(x, lda, M, w, n0, n1, e, out, ldo);
+}
+
+void Activations(const Epilogue& e, const float* in, float* out, int64_t n) {
+  if (n <= 0) return;
+  if (e.act == kActNone) {
+    if (in != out) std::memmove(out, in, n * sizeof(float));
+    return;
+  }
+  Chosen().span(e, in, out, n);
 }
 
 const char* Isa() { return Chosen().name; }

@@ -49,6 +49,10 @@ struct Epilogue {
 void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
           float* out, int64_t ldo);
 
+// Activations: out[i] = act(in[i]) over n floats (in == out allowed), in vectors of the chosen
+// instruction set as the Gemm epilogue does.
+void Activations(const Epilogue& e, const float* in, float* out, int64_t n);
+
 // RowsPerTask is how many of M rows one task of a parallel loop takes when each row costs
 // macs multiply-adds: enough that a task outweighs handing it to a thread (about 2^19
 // multiply-adds, ten microseconds), a multiple of 16 rows, and at least 1.

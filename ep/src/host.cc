@@ -56,30 +56,6 @@ void Accumulate(const float* __restrict a, int64_t lda, int64_t M, int64_t K, co
   }
 }
 
-// ApplyActs applies one activation over n values, the choice made once outside the loop.
-ONNXRL_VECTOR_CLONES
-void ApplyActs(int32_t code, float a, float b, const float* in, float* out, int64_t n) {
-  switch (code) {
-    case kActRelu:
-      for (int64_t i = 0; i < n; i++) out[i] = ApplyAct(kActRelu, in[i], a, b);
-      break;
-    case kActTanh:
-      for (int64_t i = 0; i < n; i++) out[i] = Tanh(in[i]);
-      break;
-    case kActSigmoid:
-      for (int64_t i = 0; i < n; i++) out[i] = Sigmoid(in[i]);
-      break;
-    case kActLeakyRelu:
-      for (int64_t i = 0; i < n; i++) out[i] = ApplyAct(kActLeakyRelu, in[i], a, b);
-      break;
-    case kActClip:
-      for (int64_t i = 0; i < n; i++) out[i] = ApplyAct(kActClip, in[i], a, b);
-      break;
-    default:
-      for (int64_t i = 0; i < n; i++) out[i] = ApplyAct(code, in[i], a, b);
-  }
-}
-
 }  // namespace
 
 void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
@@ -129,8 +105,37 @@ void HostBinary(int32_t op, const float* a, const float* b, float* out, const in
   }
 }
 
+ONNXRL_VECTOR_CLONES
+void NormalizeRow(const float* x, int64_t len, float epsilon, const float* scale, const float* bias, float* y) {
+  constexpr int L = 16;
+  float part[L] = {0};
+  int64_t i = 0;
+  for (; i + L <= len; i += L)
+    for (int j = 0; j < L; j++) part[j] += x[i + j];
+  float sum = 0.0f;
+  for (; i < len; i++) sum += x[i];
+  for (int j = 0; j < L; j++) sum += part[j];
+  const float mean = sum / static_cast<float>(len);
+  float sq[L] = {0};
+  for (i = 0; i + L <= len; i += L)
+    for (int j = 0; j < L; j++) sq[j] += (x[i + j] - mean) * (x[i + j] - mean);
+  float var = 0.0f;
+  for (; i < len; i++) var += (x[i] - mean) * (x[i] - mean);
+  for (int j = 0; j < L; j++) var += sq[j];
+  const float inv = 1.0f / std::sqrt(var / static_cast<float>(len) + epsilon);
+  if (bias != nullptr) {
+    for (i = 0; i < len; i++) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
+  } else {
+    for (i = 0; i < len; i++) y[i] = (x[i] - mean) * inv * scale[i];
+  }
+}
+
 void HostUnary(int32_t act, float a, float b, const float* in, float* out, int64_t n) {
-  ApplyActs(act, a, b, in, out, n);
+  Epilogue e;
+  e.act = act;
+  e.a = a;
+  e.b = b;
+  Activations(e, in, out, n);
 }
 
 void HostSoftmax(bool log, const float* in, float* out, int64_t outer, int64_t len, int64_t inner) {

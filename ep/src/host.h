@@ -16,6 +16,9 @@ void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, 
 // Broadcasting binary op over out's dims; sa and sb are the inputs' element strides per out dim.
 void HostBinary(int32_t op, const float* a, const float* b, float* out, const int64_t* dims, const int64_t* sa,
                 const int64_t* sb, int rank);
+// NormalizeRow: y = (x - mean) / sqrt(var + epsilon) * scale + bias over one row of len floats
+// (bias may be null); sums in 16 float lanes, two passes.
+void NormalizeRow(const float* x, int64_t len, float epsilon, const float* scale, const float* bias, float* y);
 // out[i] = ApplyAct(act, in[i], a, b) over n values.
 void HostUnary(int32_t act, float a, float b, const float* in, float* out, int64_t n);
 void HostSoftmax(bool log, const float* in, float* out, int64_t outer, int64_t len, int64_t inner);

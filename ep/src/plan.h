@@ -41,7 +41,8 @@ struct Plan {
 // the runtime's call only). It throws Error with the reason when n is not supported; that is
 // also how GetCapability decides.
 void LowerNode(const OrtNode* n, Plan& plan);
-// Fuse folds bias Adds and activations into the preceding Dense steps (ops/dense.cc).
+// Fuse folds the exact GELU pattern into one step, and bias Adds and activations into the
+// preceding Dense or LayerNorm steps (ops/dense.cc).
 void Fuse(Plan& plan);
 // BuildPlan lowers one fused subgraph handed to Compile.
 Plan BuildPlan(const OrtGraph* graph, const OrtNode* fused);
@@ -80,10 +81,14 @@ struct Inputs {
 // Executor runs a plan on the host. Compute may be called from several threads at once: each
 // call takes a run (shapes and buffers of its input signature) that no other call holds, so
 // concurrent runs of one session proceed in parallel; the lock covers only the look-up.
+class HostDenseGroup;
+
 class Executor {
  public:
-  // The constructor prepares every step for the host (Kernel::PrepareHost: packed weights).
+  // The constructor finds the fused MLPs (FindDenseGroups, run by host_group.h) and prepares
+  // every step for the host (Kernel::PrepareHost: packed weights).
   explicit Executor(Plan plan);
+  ~Executor();
   OrtStatus* Compute(OrtKernelContext* ctx) noexcept;
   const Plan& plan() const { return plan_; }
 
@@ -97,6 +102,8 @@ class Executor {
   static constexpr size_t kMaxRuns = 64;  // idle runs kept planned
 
   Plan plan_;
+  std::vector<std::unique_ptr<HostDenseGroup>> group_at_;  // per step: the group it starts, or null
+  std::vector<bool> in_group_;                             // per step: run by a group
   std::mutex mu_;
   std::vector<std::unique_ptr<Run>> runs_;  // most recently used last
 };

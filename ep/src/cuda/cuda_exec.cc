@@ -283,64 +283,11 @@ void CudaExecutor::Release(Sig& s) {
 }
 
 void CudaExecutor::FindGroups() {
-  const auto& steps = plan_.steps;
-  in_group_.assign(steps.size(), false);
-  auto dense = [&](size_t si) -> const DenseKernel* {
-    return si < steps.size() && !in_group_[si] ? dynamic_cast<const DenseKernel*>(steps[si].get()) : nullptr;
-  };
-  auto consumers = [&](int v) {
-    std::vector<size_t> c;
-    for (size_t si = 0; si < steps.size(); si++)
-      for (int x : steps[si]->in)
-        if (x == v) {
-          c.push_back(si);
-          break;
-        }
-    return c;
-  };
-  // heads_of: the Dense steps reading v, when every reader of v is one (2 to 4 of them).
-  auto heads_of = [&](int v) {
-    std::vector<size_t> c = consumers(v);
-    if (plan_.values[v].output >= 0 || c.size() < 2 || c.size() > static_cast<size_t>(devargs::kMaxMlpHeads)) {
-      return std::vector<size_t>{};
-    }
-    for (size_t si : c)
-      if (dense(si) == nullptr || steps[si]->in[0] != v) return std::vector<size_t>{};
-    return c;
-  };
-  for (size_t si = 0; si < steps.size(); si++) {
-    const DenseKernel* d = dense(si);
-    if (d == nullptr) continue;
-    MlpGroup g;
-    int64_t width = d->K;
-    std::vector<size_t> heads = heads_of(d->in[0]);
-    if (!heads.empty() && heads[0] == si) {
-      g.heads = heads;  // heads alone, on a shared input
-    } else {
-      g.trunk = {si};
-      width = std::max(d->K, d->N);
-      for (;;) {
-        int v = steps[g.trunk.back()]->out[0];
-        size_t next = g.trunk.back() + 1;
-        const DenseKernel* nx = dense(next);
-        if (g.trunk.size() + 1 >= static_cast<size_t>(devargs::kMaxMlpLayers)) break;
-        if (nx == nullptr || nx->in[0] != v || plan_.values[v].output >= 0 || consumers(v).size() != 1) break;
-        if (std::max({width, nx->K, nx->N}) > kMlpMaxWidth) break;
-        width = std::max({width, nx->K, nx->N});
-        g.trunk.push_back(next);
-      }
-      heads = heads_of(steps[g.trunk.back()]->out[0]);
-      if (!heads.empty() && g.trunk.size() + heads.size() <= static_cast<size_t>(devargs::kMaxMlpLayers)) {
-        g.heads = heads;
-      } else {
-        g.heads = {g.trunk.back()};  // the chain's last layer writes the output
-        g.trunk.pop_back();
-      }
-    }
-    if (g.trunk.size() + g.heads.size() < 2 || width > kMlpMaxWidth) continue;
+  groups_ = FindDenseGroups(plan_, devargs::kMaxMlpLayers, devargs::kMaxMlpHeads, kMlpMaxWidth);
+  in_group_.assign(plan_.steps.size(), false);
+  for (const auto& [first, g] : groups_) {
     for (size_t x : g.trunk) in_group_[x] = true;
     for (size_t x : g.heads) in_group_[x] = true;
-    groups_[si] = g;
   }
 }
 
@@ -416,7 +363,7 @@ CudaExecutor::Sig& CudaExecutor::Resolve(const Inputs& in) {
   return *sigs_.back();
 }
 
-void CudaExecutor::Mlp(Sig& s, const MlpGroup& g) {
+void CudaExecutor::Mlp(Sig& s, const DenseGroup& g) {
   size_t first = g.trunk.empty() ? g.heads[0] : g.trunk[0];
   DeviceContext c(*this, s.run, s.dptr, s.scratch, first, false);
   auto* d0 = static_cast<const DenseKernel*>(plan_.steps[first].get());

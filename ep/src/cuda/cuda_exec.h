@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../ops/ops.h"
 #include "../plan.h"
 #include "cuda_api.h"
 #include "device_context.h"
@@ -92,12 +93,8 @@ class CudaExecutor {
   void Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what);
   // RecordKernels issues the steps' launches alone (the fused MLP chains as one each).
   void RecordKernels(Sig& s, bool capturing);
-  // MlpGroup: Dense steps run as one onnxrl_mlp launch: a chain (trunk) whose last output only
-  // the heads read, or heads alone that share one input.
-  struct MlpGroup {
-    std::vector<size_t> trunk, heads;
-  };
-  void Mlp(Sig& s, const MlpGroup& g);
+  // Mlp runs a group of Dense steps (ops.h, FindDenseGroups) as one onnxrl_mlp launch.
+  void Mlp(Sig& s, const DenseGroup& g);
   // CopyIn and CopyOut issue a run's copies on the stream: straight from and to the runtime's
   // tensors (direct), or through the pinned buffers in chunks of kChunkBytes, so that the host
   // copies one chunk while the DMA engine moves another (CopyIn fills the pinned buffers; Unstage
@@ -118,7 +115,7 @@ class CudaExecutor {
   std::vector<std::unique_ptr<Sig>> sigs_;
   std::unordered_map<const void*, cu::CUdeviceptr> resident_;
   std::vector<cu::CUdeviceptr> consts_;  // per value: constants uploaded at construction (0 otherwise)
-  std::map<size_t, MlpGroup> groups_;  // by the group's first step
+  std::map<size_t, DenseGroup> groups_;  // by the group's first step
   std::vector<bool> in_group_;         // per step: run inside a group
   Inputs in_;
   std::vector<void*> out_data_;

@@ -1,5 +1,7 @@
 // MatMul and Gemm with constant weights: one Dense kernel, and the fusions of a bias Add or an
 // activation into it.
+#include <algorithm>
+
 #include "../lower_util.h"
 #include "ops.h"
 #include "../cuda/device_args.h"
@@ -108,7 +110,7 @@ bool FuseOnce(Plan& p) {
     if (auto* s = dynamic_cast<UnaryKernel*>(next);
         s != nullptr && d->act == kActNone &&
         (s->act == kActRelu || s->act == kActLeakyRelu || s->act == kActTanh || s->act == kActSigmoid ||
-         s->act == kActClip)) {
+         s->act == kActClip || s->act == kActGelu)) {
       d->act = s->act;
       d->a = s->a;
       d->b = s->b;
@@ -168,8 +170,72 @@ void DenseKernel::Device(DeviceContext& c) const {
 }
 
 
+std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, size_t max_heads, int64_t max_width) {
+  const auto& steps = p.steps;
+  std::map<size_t, DenseGroup> groups;
+  std::vector<bool> taken(steps.size(), false);
+  auto dense = [&](size_t si) -> const DenseKernel* {
+    return si < steps.size() && !taken[si] ? dynamic_cast<const DenseKernel*>(steps[si].get()) : nullptr;
+  };
+  auto consumers = [&](int v) {
+    std::vector<size_t> c;
+    for (size_t si = 0; si < steps.size(); si++)
+      for (int x : steps[si]->in)
+        if (x == v) {
+          c.push_back(si);
+          break;
+        }
+    return c;
+  };
+  // heads_of: the Dense steps reading v, when every reader of v is one (2 to max_heads of them).
+  auto heads_of = [&](int v) {
+    std::vector<size_t> c = consumers(v);
+    if (p.values[v].output >= 0 || c.size() < 2 || c.size() > max_heads) return std::vector<size_t>{};
+    for (size_t si : c)
+      if (dense(si) == nullptr || steps[si]->in[0] != v) return std::vector<size_t>{};
+    return c;
+  };
+  for (size_t si = 0; si < steps.size(); si++) {
+    const DenseKernel* d = dense(si);
+    if (d == nullptr) continue;
+    DenseGroup g;
+    int64_t width = d->K;
+    std::vector<size_t> heads = heads_of(d->in[0]);
+    if (!heads.empty() && heads[0] == si) {
+      g.heads = heads;  // heads alone, on a shared input
+    } else {
+      g.trunk = {si};
+      width = std::max(d->K, d->N);
+      for (;;) {
+        int v = steps[g.trunk.back()]->out[0];
+        size_t next = g.trunk.back() + 1;
+        const DenseKernel* nx = dense(next);
+        if (g.trunk.size() + 1 >= max_layers) break;
+        if (nx == nullptr || nx->in[0] != v || p.values[v].output >= 0 || consumers(v).size() != 1) break;
+        if (std::max({width, nx->K, nx->N}) > max_width) break;
+        width = std::max({width, nx->K, nx->N});
+        g.trunk.push_back(next);
+      }
+      heads = heads_of(steps[g.trunk.back()]->out[0]);
+      if (!heads.empty() && g.trunk.size() + heads.size() <= max_layers) {
+        g.heads = heads;
+      } else {
+        g.heads = {g.trunk.back()};  // the chain's last layer writes the output
+        g.trunk.pop_back();
+      }
+    }
+    for (size_t h : g.heads) width = std::max({width, dense(h)->K, dense(h)->N});
+    if (g.trunk.size() + g.heads.size() < 2 || width > max_width) continue;
+    for (size_t x : g.trunk) taken[x] = true;
+    for (size_t x : g.heads) taken[x] = true;
+    groups[si] = g;
+  }
+  return groups;
+}
+
 void Fuse(Plan& p) {
-  while (FuseOnce(p)) {
+  FuseGelu(p);
+  while (FuseOnce(p) || FuseIntoLayerNorm(p)) {
   }
 }
 

@@ -1,10 +1,13 @@
 // LayerNormalization (opset 17): axis, epsilon, a constant scale and an optional constant bias
 // of the normalized dimensions' shape. Refused: the Mean and InvStdDev outputs, stash_type other
 // than float32.
+#include <algorithm>
 #include <cmath>
 
 #include "../lower_util.h"
 #include "nn.h"
+#include "ops.h"
+#include "../gemm.h"
 #include "../cuda/device_args.h"
 #include "../cuda/device_context.h"
 
@@ -61,19 +64,22 @@ void LayerNormKernel::Host(ExecContext& c) const {
   const int64_t rows = len == 0 ? 0 : NumElements(c.shape(in[0])) / len;
   const float* px = c.CF(in[0]);
   float* py = c.F(out[0]);
-  const float* b = bias.empty() ? nullptr : bias.data();
-  for (int64_t r = 0; r < rows; r++) {
-    const float* x = px + r * len;
-    float* y = py + r * len;
-    double sum = 0;
-    for (int64_t i = 0; i < len; i++) sum += x[i];
-    const double mean = sum / static_cast<double>(len);
-    double sq = 0;
-    for (int64_t i = 0; i < len; i++) sq += (x[i] - mean) * (x[i] - mean);
-    const float m = static_cast<float>(mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(len) + epsilon));
-    for (int64_t i = 0; i < len; i++) y[i] = (x[i] - m) * inv * scale[i] + (b ? b[i] : 0.0f);
-  }
+  const float* sc = scale.data();
+  const float* bi = bias.empty() ? nullptr : bias.data();
+  Epilogue e;
+  e.act = act;
+  e.a = a;
+  e.b = b;
+  // Rows over the session's threads: about 8 operations per element.
+  const int64_t per = RowsPerTask(8 * len, rows);
+  auto task = [&](size_t t) {
+    const int64_t r1 = std::min(rows, static_cast<int64_t>(t + 1) * per);
+    for (int64_t r = static_cast<int64_t>(t) * per; r < r1; r++) {
+      NormalizeRow(px + r * len, len, epsilon, sc, bi, py + r * len);
+      if (act != kActNone) Activations(e, py + r * len, py + r * len, len);
+    }
+  };
+  c.ParallelFor(static_cast<size_t>((rows + per - 1) / per), task);
 }
 
 void LayerNormKernel::Device(DeviceContext& c) const {
@@ -82,6 +88,36 @@ void LayerNormKernel::Device(DeviceContext& c) const {
   cu::CUdeviceptr px = c.ptr(in[0]), ps = c.Resident(scale), pb = c.Resident(bias), py = c.ptr(out[0]);
   float eps = epsilon;
   c.Elementwise("onnxrl_layernorm", rows, {&px, &ps, &pb, &py, &rows, &len, &eps});
+  if (act != kActNone) {
+    long long n = rows * len;
+    int code = act;
+    float pa = a, pb2 = b;
+    c.Elementwise("onnxrl_unary", n, {&py, &py, &n, &code, &pa, &pb2});
+  }
+}
+
+bool FuseIntoLayerNorm(Plan& p) {
+  for (size_t i = 0; i < p.steps.size(); i++) {
+    auto* ln = dynamic_cast<LayerNormKernel*>(p.steps[i].get());
+    if (ln == nullptr || ln->act != kActNone || p.values[ln->out[0]].output >= 0) continue;
+    size_t readers = 0, at = 0;
+    for (size_t j = 0; j < p.steps.size(); j++)
+      for (int x : p.steps[j]->in)
+        if (x == ln->out[0]) {
+          readers++;
+          at = j;
+        }
+    if (readers != 1) continue;
+    auto* u = dynamic_cast<UnaryKernel*>(p.steps[at].get());
+    if (u == nullptr) continue;
+    ln->act = u->act;
+    ln->a = u->a;
+    ln->b = u->b;
+    ln->out = u->out;
+    p.steps.erase(p.steps.begin() + at);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace onnxrl_ep

@@ -64,7 +64,8 @@ struct PoolKernel : Kernel {
 };
 
 // LayerNormKernel (LayerNormalization): each row of the dimensions from axis on normalized to
-// zero mean and unit variance (epsilon added to the variance), then scaled and shifted.
+// zero mean and unit variance (epsilon added to the variance), then scaled and shifted, then
+// passed through a fused activation.
 struct LayerNormKernel : Kernel {
   const char* Kind() const override { return "LayerNorm"; }
   void Infer(InferContext& c) const override;
@@ -74,6 +75,8 @@ struct LayerNormKernel : Kernel {
   int64_t axis = -1;
   float epsilon = 1e-5f;
   std::vector<float> scale, bias;  // the row's length each; bias empty: none
+  int32_t act = kActNone;          // an activation fused in (FuseIntoLayerNorm)
+  float a = 0, b = 0;              // its parameters
 };
 
 // ReduceMeanKernel (ReduceMean): the mean over constant axes (empty: all of them, unless

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "../gemm.h"
@@ -28,6 +29,24 @@ struct DenseKernel : Kernel {
   float a = 0, b = 0;          // the activation's parameters (LeakyRelu alpha, Clip min/max)
   PackedWeights packed;        // the host backend's form of w and bias (PrepareHost)
 };
+
+// FuseGelu replaces each exact GELU written as Div, Erf, Add, Mul, Mul by one Unary step
+// (kActGelu), which Fuse then folds into a preceding Dense or LayerNorm (ops/unary.cc).
+void FuseGelu(Plan& p);
+// FuseIntoLayerNorm folds an activation that only reads a LayerNorm's output into it, once;
+// true when it did (ops/layernorm.cc).
+bool FuseIntoLayerNorm(Plan& p);
+
+// DenseGroup: Dense steps that an executor runs as one (a fused MLP): a chain (trunk) whose
+// last output only the heads read, or heads alone that share one input. Steps by index.
+struct DenseGroup {
+  std::vector<size_t> trunk, heads;
+};
+
+// FindDenseGroups finds the plan's groups, keyed by each one's first step: at most max_layers
+// steps (trunk and heads), max_heads heads, no layer wider than max_width, at least two steps.
+// Intermediates the group consumes are read by nothing else and are no fused output.
+std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, size_t max_heads, int64_t max_width);
 
 // BinaryKernel (Add, Sub, Mul, Div, Pow with a tensor exponent): broadcasting. Its run.aux holds
 // both inputs' element strides per output dimension, A's then B's.

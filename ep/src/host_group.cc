@@ -1,0 +1,113 @@
+#include "host_group.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "plan.h"
+
+namespace onnxrl_ep {
+
+namespace {
+
+Epilogue EpilogueOf(const DenseKernel& d) {
+  Epilogue e;
+  e.act = d.act;
+  e.a = d.a;
+  e.b = d.b;
+  return e;
+}
+
+}  // namespace
+
+HostDenseGroup::HostDenseGroup(Plan& plan, const DenseGroup& g) {
+  for (size_t si : g.trunk) trunk_.push_back(static_cast<const DenseKernel*>(plan.steps[si].get()));
+  for (size_t si : g.heads) heads_.push_back(static_cast<const DenseKernel*>(plan.steps[si].get()));
+  in_ = trunk_.empty() ? heads_[0]->in[0] : trunk_[0]->in[0];
+  for (const DenseKernel* d : trunk_) {
+    width_ = std::max(width_, d->N);
+    macs_ += d->K * d->N;
+  }
+  bool same = heads_.size() > 1;
+  int64_t cols = 0;
+  for (const DenseKernel* h : heads_) {
+    macs_ += h->K * h->N;
+    same = same && h->act == heads_[0]->act && h->a == heads_[0]->a && h->b == heads_[0]->b;
+    cols += h->N;
+  }
+  // Rows per tile: two trunk buffers and the merged heads' output of about 32 KiB each.
+  tile_ = std::clamp<int64_t>(int64_t{8192} / std::max<int64_t>({width_, cols, 1}), 16, 256) / 8 * 8;
+  if (!same) return;
+  // The heads side by side: W [K][sum N], one bias row, packed once.
+  const int64_t K = heads_[0]->K;
+  std::vector<float> w(K * cols), bias(cols, 0.0f);
+  int64_t c0 = 0;
+  for (const DenseKernel* h : heads_) {
+    for (int64_t k = 0; k < K; k++) std::copy_n(h->w.data() + k * h->N, h->N, w.data() + k * cols + c0);
+    if (!h->bias.empty()) std::copy_n(h->bias.data(), h->N, bias.data() + c0);
+    col_.push_back(c0);
+    c0 += h->N;
+  }
+  merged_ = PackedWeights::Pack(w.data(), K, cols, cols, bias.data());
+  merged_epi_ = EpilogueOf(*heads_[0]);
+  for (size_t si : g.heads) {
+    auto* h = static_cast<DenseKernel*>(plan.steps[si].get());
+    std::vector<float>().swap(h->w);
+    std::vector<float>().swap(h->bias);
+  }
+}
+
+void HostDenseGroup::Tiles(const float* x, int64_t m0, int64_t m1, float* const* outs) const {
+  const int64_t k0 = trunk_.empty() ? heads_[0]->K : trunk_[0]->K;
+  const int64_t cols = merged() ? merged_.N : 0;
+  // This thread's tile buffers, grown once: two for the trunk, one for the merged heads.
+  thread_local std::vector<float> scratch;
+  const size_t need = static_cast<size_t>(tile_ * (2 * width_ + cols));
+  if (scratch.size() < need) scratch.resize(need);
+  float* buf[2] = {scratch.data(), scratch.data() + tile_ * width_};
+  float* hb = scratch.data() + 2 * tile_ * width_;
+  for (int64_t mt = m0; mt < m1; mt += tile_) {
+    const int64_t n = std::min(tile_, m1 - mt);
+    const float* src = x + mt * k0;
+    int64_t lda = k0;
+    for (size_t l = 0; l < trunk_.size(); l++) {
+      const DenseKernel& d = *trunk_[l];
+      float* dst = buf[l % 2];
+      Gemm(src, lda, n, d.packed, 0, d.N, EpilogueOf(d), dst, d.N);
+      src = dst;
+      lda = d.N;
+    }
+    if (merged()) {
+      Gemm(src, lda, n, merged_, 0, cols, merged_epi_, hb, cols);
+      for (size_t h = 0; h < heads_.size(); h++) {
+        const int64_t N = heads_[h]->N;
+        float* o = outs[h] + mt * N;
+        for (int64_t r = 0; r < n; r++) std::memcpy(o + r * N, hb + r * cols + col_[h], N * sizeof(float));
+      }
+    } else {
+      for (size_t h = 0; h < heads_.size(); h++) {
+        const DenseKernel& d = *heads_[h];
+        Gemm(src, lda, n, d.packed, 0, d.N, EpilogueOf(d), outs[h] + mt * d.N, d.N);
+      }
+    }
+  }
+}
+
+void HostDenseGroup::Run(ExecContext& c) const {
+  // Rows: every dimension of the input but the last.
+  const auto& xs = c.shape(in_);
+  int64_t M = 1;
+  for (size_t d = 0; d + 1 < xs.size(); d++) M *= xs[d];
+  if (M == 0) return;
+  const float* x = c.CF(in_);
+  constexpr size_t kMaxHeads = 8;
+  float* outs[kMaxHeads];
+  for (size_t h = 0; h < heads_.size(); h++) outs[h] = c.F(heads_[h]->out[0]);
+  const int64_t rows = RowsPerTask(macs_, M);
+  auto task = [&](size_t t) {
+    const int64_t m0 = static_cast<int64_t>(t) * rows;
+    Tiles(x, m0, std::min(M, m0 + rows), outs);
+  };
+  c.ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
+}
+
+}  // namespace onnxrl_ep
