@@ -19,26 +19,54 @@ const (
 
 // Value is a graph input or output. Dims holds fixed sizes; a negative entry is dynamic and
 // takes its symbolic name from Names (same index), "" for an unnamed dynamic dimension.
+// NoShape leaves the shape out (rank unknown; Dims is then ignored).
 type Value struct {
 	Name     string
 	ElemType int
 	Dims     []int64
 	Names    []string
+	NoShape  bool
 }
 
-// Node is one operator: op_type with its inputs and outputs, and an optional name.
+// Node is one operator: op_type with its inputs and outputs, and an optional name and
+// attributes.
 type Node struct {
 	Op      string
 	Inputs  []string
 	Outputs []string
 	Name    string
+	Attrs   []Attr
 }
 
-// Initializer is a constant float32 tensor of the graph.
+// Attribute kinds (onnx.AttributeProto.AttributeType).
+const (
+	AttrFloat = 1
+	AttrInt   = 2
+	AttrInts  = 7
+)
+
+// Attr is a node attribute of kind AttrInt (Int), AttrFloat (Float) or AttrInts (Ints).
+type Attr struct {
+	Name  string
+	Kind  int
+	Int   int64
+	Float float32
+	Ints  []int64
+}
+
+// IntAttr, FloatAttr and IntsAttr make an attribute of each kind.
+func IntAttr(name string, v int64) Attr     { return Attr{Name: name, Kind: AttrInt, Int: v} }
+func FloatAttr(name string, v float32) Attr { return Attr{Name: name, Kind: AttrFloat, Float: v} }
+func IntsAttr(name string, v ...int64) Attr { return Attr{Name: name, Kind: AttrInts, Ints: v} }
+
+// Initializer is a constant tensor of the graph: float32 (Data) unless ElemType is Int64, whose
+// values are Ints.
 type Initializer struct {
-	Name string
-	Dims []int64
-	Data []float32
+	Name     string
+	Dims     []int64
+	Data     []float32
+	ElemType int // 0: Float32
+	Ints     []int64
 }
 
 // Model is a whole model.
@@ -65,6 +93,9 @@ func (m Model) Bytes() []byte {
 			nb = str(nb, 3, n.Name)
 		}
 		nb = str(nb, 4, n.Op)
+		for _, a := range n.Attrs {
+			nb = msg(nb, 5, attribute(a))
+		}
 		graph = msg(graph, 1, nb)
 	}
 	graph = str(graph, 2, "test")
@@ -73,12 +104,19 @@ func (m Model) Bytes() []byte {
 		for _, d := range in.Dims {
 			tb = varint(tb, 1, uint64(d))
 		}
-		tb = varint(tb, 2, Float32)
-		tb = str(tb, 8, in.Name)
-		raw := make([]byte, 0, 4*len(in.Data))
-		for _, f := range in.Data {
-			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+		var raw []byte
+		if in.ElemType == Int64 {
+			tb = varint(tb, 2, Int64)
+			for _, v := range in.Ints {
+				raw = binary.LittleEndian.AppendUint64(raw, uint64(v))
+			}
+		} else {
+			tb = varint(tb, 2, Float32)
+			for _, f := range in.Data {
+				raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(f))
+			}
 		}
+		tb = str(tb, 8, in.Name)
 		tb = msg(tb, 9, raw)
 		graph = msg(graph, 5, tb)
 	}
@@ -109,6 +147,21 @@ func (m Model) Bytes() []byte {
 	return b
 }
 
+func attribute(a Attr) []byte {
+	b := str(nil, 1, a.Name)
+	switch a.Kind {
+	case AttrFloat:
+		b = binary.LittleEndian.AppendUint32(key(b, 2, 5), math.Float32bits(a.Float))
+	case AttrInt:
+		b = varint(b, 3, uint64(a.Int))
+	case AttrInts:
+		for _, v := range a.Ints {
+			b = varint(b, 8, uint64(v))
+		}
+	}
+	return varint(b, 20, uint64(a.Kind))
+}
+
 func valueInfo(v Value) []byte {
 	var shape []byte
 	for i, d := range v.Dims {
@@ -122,7 +175,9 @@ func valueInfo(v Value) []byte {
 	}
 	var tt []byte
 	tt = varint(tt, 1, uint64(v.ElemType))
-	tt = msg(tt, 2, shape)
+	if !v.NoShape {
+		tt = msg(tt, 2, shape)
+	}
 	var typ []byte
 	typ = msg(typ, 1, tt)
 	var vi []byte
