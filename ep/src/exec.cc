@@ -13,7 +13,10 @@ namespace onnxrl_ep {
 
 const std::vector<int64_t>& InferContext::shape(int v) const { return run.shapes[v]; }
 const std::vector<int64_t>& InferContext::in_shape(size_t i) const { return run.shapes[plan.steps[step]->in.at(i)]; }
-void InferContext::set_shape(int v, std::vector<int64_t> shape) { run.shapes[v] = std::move(shape); }
+void InferContext::set_shape(int v, std::vector<int64_t> shape) {
+  CheckedNumElements(shape, plan.steps[step]->node);  // no negative dimension, no overflowing size
+  run.shapes[v] = std::move(shape);
+}
 std::vector<int64_t>& InferContext::aux() { return run.aux[step]; }
 void InferContext::Fail(const std::string& why) const { throw Error{"node " + plan.steps[step]->node + ": " + why}; }
 int64_t InferContext::NormAxis(int64_t axis, size_t rank) const {
@@ -38,8 +41,10 @@ void InferRun(const Plan& p, Run& r) {
   for (size_t si = 0; si < p.steps.size(); si++) {
     const Kernel& k = *p.steps[si];
     InferContext c{p, r, si, shape_data, scratch};
-    for (int v : k.in)
+    for (int v : k.in) {
       if (v >= 0 && sh[v].size() > static_cast<size_t>(kMaxRank)) c.Fail("rank above 8");
+      if (v >= 0) CheckedNumElements(sh[v], k.node);
+    }
     k.Infer(c);
   }
   r.scratch.assign(scratch, 0.0f);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "host.h"
 #include "lower_util.h"
 
 namespace onnxrl_ep {
@@ -64,6 +65,10 @@ bool Present(const std::vector<const OrtValueInfo*>& v, size_t i) {
 
 int In(Plan& p, const OrtValueInfo* v) {
   RequireFloat(v);
+  // The host loops index at most kMaxRank dimensions (InferRun checks the runtime's shapes too).
+  if (auto sh = Shape(v); sh && sh->size() > static_cast<size_t>(kMaxRank)) {
+    Unsupported("input " + ValueName(v) + " has rank " + std::to_string(sh->size()) + ", above 8");
+  }
   int id = p.Id(ValueName(v));
   Value& val = p.values[id];
   if (!val.is_const && IsConstant(v)) {

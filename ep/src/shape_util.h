@@ -10,6 +10,43 @@
 
 namespace onnxrl_ep {
 
+// kMaxElements bounds the elements of every tensor a plan handles (2^60): the bytes of a
+// float32 or int64 tensor, and every partial product and stride of its dimensions, fit in int64.
+constexpr int64_t kMaxElements = int64_t{1} << 60;
+
+// ShapeString is shape as "[2, 3]", for messages.
+inline std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); i++) s += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// CheckedMul sets *out to a * b; false when that overflows int64.
+inline bool CheckedMul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+// CheckedAdd sets *out to a + b; false when that overflows int64.
+inline bool CheckedAdd(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+// CheckedNumElements is shape's element count. It throws Error naming node and the shape when
+// a dimension is negative or when the product of the non-zero dimensions exceeds kMaxElements,
+// so that every product of a checked shape's dimensions (NumElements, OuterInner, Strides, byte
+// sizes) fits in int64, zero-sized dimensions or not. InferRun checks every shape of a plan
+// with it (inputs, and each step's outputs as they are set).
+inline int64_t CheckedNumElements(const std::vector<int64_t>& shape, const std::string& node) {
+  int64_t n = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error{"node " + node + ": shape " + ShapeString(shape) + " has a negative dimension"};
+    if (d == 0) {
+      empty = true;
+    } else if (!CheckedMul(n, d, &n) || n > kMaxElements) {
+      throw Error{"node " + node + ": shape " + ShapeString(shape) + " has more elements than a tensor may hold"};
+    }
+  }
+  return empty ? 0 : n;
+}
+
+// NumElements is the element count of a shape CheckedNumElements accepted (every shape of a
+// planned run); unchecked.
 inline int64_t NumElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

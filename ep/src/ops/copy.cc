@@ -14,8 +14,8 @@ struct CopyKernel : Kernel {
   const char* Kind() const override { return "Copy"; }
 
   void Host(ExecContext& c) const override {
-    if (c.ptr(out[0]) != c.ptr(in[0]))
-      std::memcpy(c.ptr(out[0]), c.ptr(in[0]), NumElements(c.shape(in[0])) * ElemSize(c.plan.values[in[0]].type));
+    size_t bytes = NumElements(c.shape(in[0])) * ElemSize(c.plan.values[in[0]].type);
+    if (bytes > 0 && c.ptr(out[0]) != c.ptr(in[0])) std::memcpy(c.ptr(out[0]), c.ptr(in[0]), bytes);
   }
 
   void Device(DeviceContext& c) const override { c.Copy(c.ptr(out[0]), c.ptr(in[0]), c.bytes(in[0])); }
@@ -29,26 +29,34 @@ struct ReshapeKernel : CopyKernel {
   void Infer(InferContext& c) const override {
     const auto& a = c.in_shape(0);
     std::vector<int64_t> o;
-    int64_t known = 1, neg = -1;
+    int64_t known = 1, neg = -1;  // the product of the dimensions other than -1's (checked)
     for (size_t i = 0; i < shape.size(); i++) {
       int64_t d = shape[i];
       if (d == 0 && !allowzero) {
-        if (i >= a.size()) c.Fail("0 past the input's rank");
+        if (i >= a.size()) c.Fail("0 past the input's rank in the shape " + ShapeString(shape));
         d = a[i];
       }
       if (d == -1) {
+        if (neg >= 0) c.Fail("more than one -1 in the shape " + ShapeString(shape));
         neg = static_cast<int64_t>(i);
         o.push_back(1);
         continue;
       }
+      if (d < 0) c.Fail("negative dimension in the shape " + ShapeString(shape));
       o.push_back(d);
-      known *= d;
+      if (!CheckedMul(known, d, &known) || known > kMaxElements) {
+        c.Fail("the shape " + ShapeString(shape) + " has more elements than a tensor may hold");
+      }
     }
+    int64_t n = NumElements(a);
     if (neg >= 0) {
-      if (known == 0) c.Fail("-1 with a zero-sized dimension");
-      o[neg] = NumElements(a) / known;
+      if (known == 0 || n % known != 0) {
+        c.Fail("cannot reshape " + ShapeString(a) + " to " + ShapeString(shape) + " (the -1 cannot be inferred)");
+      }
+      o[neg] = n / known;
+    } else if (known != n) {
+      c.Fail("cannot reshape " + ShapeString(a) + " to " + ShapeString(shape) + " (the element count changes)");
     }
-    if (NumElements(o) != NumElements(a)) c.Fail("element count changes");
     c.set_shape(out[0], std::move(o));
   }
 

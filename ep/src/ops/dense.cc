@@ -37,6 +37,8 @@ void LowerDense(const OrtNode* n, Plan& p) {
     float beta = AttrFloat(n, "beta", 1.0f);
     s->K = tb ? w.shape[1] : w.shape[0];
     s->N = tb ? w.shape[0] : w.shape[1];
+    // With K = 0 the CPU provider's Gemm gives C unscaled, not beta * C: left to it.
+    if (s->K == 0 && Present(ins, 2) && beta != 1.0f) Unsupported("Gemm with K=0 and beta != 1");
     s->w.resize(s->K * s->N);
     for (int64_t k = 0; k < s->K; k++) {
       for (int64_t j = 0; j < s->N; j++) {
@@ -177,6 +179,7 @@ std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, s
   auto dense = [&](size_t si) -> const DenseKernel* {
     return si < steps.size() && !taken[si] ? dynamic_cast<const DenseKernel*>(steps[si].get()) : nullptr;
   };
+  auto dense_at = [&](size_t si) { return static_cast<const DenseKernel*>(steps[si].get()); };
   auto consumers = [&](int v) {
     std::vector<size_t> c;
     for (size_t si = 0; si < steps.size(); si++)
@@ -192,7 +195,7 @@ std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, s
     std::vector<size_t> c = consumers(v);
     if (p.values[v].output >= 0 || c.size() < 2 || c.size() > max_heads) return std::vector<size_t>{};
     for (size_t si : c)
-      if (dense(si) == nullptr || steps[si]->in[0] != v) return std::vector<size_t>{};
+      if (dense(si) == nullptr || steps[si]->in[0] != v || dense(si)->K != dense(c[0])->K) return std::vector<size_t>{};
     return c;
   };
   for (size_t si = 0; si < steps.size(); si++) {
@@ -212,11 +215,13 @@ std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, s
         const DenseKernel* nx = dense(next);
         if (g.trunk.size() + 1 >= max_layers) break;
         if (nx == nullptr || nx->in[0] != v || p.values[v].output >= 0 || consumers(v).size() != 1) break;
+        if (nx->K != dense_at(g.trunk.back())->N) break;  // a hostile graph's mismatch: Infer reports it
         if (std::max({width, nx->K, nx->N}) > max_width) break;
         width = std::max({width, nx->K, nx->N});
         g.trunk.push_back(next);
       }
       heads = heads_of(steps[g.trunk.back()]->out[0]);
+      if (!heads.empty() && dense(heads[0])->K != dense_at(g.trunk.back())->N) heads.clear();
       if (!heads.empty() && g.trunk.size() + heads.size() <= max_layers) {
         g.heads = heads;
       } else {

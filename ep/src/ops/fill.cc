@@ -16,6 +16,8 @@ struct FillKernel : Kernel {
     int v = in[0];
     if (c.plan.values[v].is_const) {
       c.set_shape(out[0], c.plan.values[v].c.i);
+    } else if (c.plan.values[v].input >= 0) {
+      c.Fail("the shape is computed outside the provider's partition");  // its values are not known here
     } else {
       c.set_shape(out[0], c.shape_data[v]);
     }

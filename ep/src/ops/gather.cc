@@ -16,7 +16,10 @@ struct GatherKernel : Kernel {
     const auto& a = c.in_shape(0);
     int64_t ax = c.NormAxis(axis, a.size());
     for (int64_t i : indices)
-      if (i < -a[ax] || i >= a[ax]) c.Fail("index out of range");
+      if (i < -a[ax] || i >= a[ax]) {
+        c.Fail("index " + std::to_string(i) + " out of range for " + ShapeString(a) + " on axis " +
+               std::to_string(ax));
+      }
     std::vector<int64_t> o(a.begin(), a.begin() + ax);
     o.insert(o.end(), idx_shape.begin(), idx_shape.end());
     o.insert(o.end(), a.begin() + ax + 1, a.end());
@@ -30,6 +33,7 @@ struct GatherKernel : Kernel {
     const float* x = c.CF(in[0]);
     float* y = c.F(out[0]);
     int64_t nidx = static_cast<int64_t>(indices.size());
+    if (NumElements(c.shape(out[0])) == 0) return;
     for (int64_t i = 0; i < outer; i++)
       for (int64_t j = 0; j < nidx; j++) {
         int64_t k = indices[j] < 0 ? indices[j] + a[ax] : indices[j];
@@ -64,6 +68,16 @@ void LowerGather(const OrtNode* n, Plan& p) {
   ConstTensor idx = Param(ins.at(1), "Gather indices");
   s->indices = Ints(idx, "Gather indices");
   s->idx_shape = idx.shape;
+  // Where the data's dimension is known, an index out of range is the CPU provider's error to report.
+  if (auto sh = Shape(ins.at(0)); sh && !sh->empty()) {
+    int64_t rank = static_cast<int64_t>(sh->size());
+    if (s->axis < -rank || s->axis >= rank) Unsupported("axis " + std::to_string(s->axis) + " out of range");
+    int64_t dim = (*sh)[s->axis < 0 ? s->axis + rank : s->axis];
+    for (int64_t i : s->indices)
+      if (dim >= 0 && (i < -dim || i >= dim)) {
+        Unsupported("index " + std::to_string(i) + " out of range for a dimension of " + std::to_string(dim));
+      }
+  }
   s->in = {In(p, ins.at(0))};
   s->out = {Out(p, outs.at(0))};
   p.steps.push_back(std::move(s));

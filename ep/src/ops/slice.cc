@@ -1,5 +1,6 @@
 // Slice with constant starts, ends, axes and steps.
 #include <algorithm>
+#include <cstdint>
 
 #include "../host.h"
 #include "../lower_util.h"
@@ -13,63 +14,77 @@ namespace {
 struct SliceKernel : Kernel {
   const char* Kind() const override { return "Slice"; }
 
+  // Range is the first index and the count that slice i takes of a dimension of size dim
+  // (ONNX's clamping; any starts, ends and non-zero steps, without overflow).
+  std::pair<int64_t, int64_t> Range(size_t i, int64_t dim) const {
+    int64_t b = starts[i], e = ends[i], st = steps[i];
+    if (dim == 0) return {0, 0};
+    if (b < 0) b += dim;
+    if (e == INT32_MAX || e == INT64_MAX) {
+      e = st < 0 ? -1 : dim;  // "to the end" in the step's direction, as the CPU provider reads it
+    } else if (e < 0) {
+      e += dim;
+    }
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      return {b, e > b ? (e - b - 1) / st + 1 : 0};
+    }
+    b = std::clamp<int64_t>(b, 0, dim - 1);
+    e = std::clamp<int64_t>(e, -1, dim - 1);
+    uint64_t mag = 0 - static_cast<uint64_t>(st);  // -st, INT64_MIN included
+    return {b, b > e ? static_cast<int64_t>(static_cast<uint64_t>(b - e - 1) / mag) + 1 : 0};
+  }
+
   void Infer(InferContext& c) const override {
-    auto o = c.in_shape(0);
+    const auto& a = c.in_shape(0);
+    auto o = a;
+    std::vector<bool> seen(a.size(), false);
     for (size_t i = 0; i < starts.size(); i++) {
-      int64_t ax = c.NormAxis(axes[i], o.size());
-      int64_t dim = c.in_shape(0)[ax], st = steps[i];
-      int64_t b = starts[i], e = ends[i];
-      if (b < 0) b += dim;
-      if (e < 0) e += dim;
-      if (st > 0) {
-        b = std::clamp<int64_t>(b, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-        o[ax] = e > b ? (e - b + st - 1) / st : 0;
-      } else {
-        b = std::clamp<int64_t>(b, 0, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-        o[ax] = b > e ? (b - e - st - 1) / (-st) : 0;
-      }
+      int64_t ax = c.NormAxis(axes[i], a.size());
+      if (seen[ax]) c.Fail("axis " + std::to_string(axes[i]) + " sliced twice");
+      seen[ax] = true;
+      o[ax] = Range(i, a[ax]).second;
     }
     c.set_shape(out[0], std::move(o));
   }
 
-  void Host(ExecContext& c) const override {
-    const auto& a = c.shape(in[0]);
+  // Offsets sets the input's element offset of the output's first element and the input's
+  // element stride per output dimension.
+  void Offsets(const std::vector<int64_t>& a, const std::vector<int64_t>& o, int64_t& base, int64_t* strides) const {
     auto st = Strides(a);
-    int64_t strides[kMaxRank];
     for (size_t d = 0; d < a.size(); d++) strides[d] = st[d];
-    int64_t base = 0;
+    base = 0;
     for (size_t i = 0; i < starts.size(); i++) {
       int64_t ax = NormAxis(axes[i], a.size(), node);
-      int64_t dim = a[ax], b = starts[i];
-      if (b < 0) b += dim;
-      b = steps[i] > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
-      base += b * st[ax];
-      strides[ax] = st[ax] * steps[i];
+      // Within the input (the output is not empty): the products stay below its element count.
+      base += Range(i, a[ax]).first * st[ax];
+      strides[ax] = o[ax] > 1 ? st[ax] * steps[i] : 0;
     }
+  }
+
+  void Host(ExecContext& c) const override {
+    const auto& a = c.shape(in[0]);
     const auto& o = c.shape(out[0]);
-    if (NumElements(o) > 0)
-      HostStridedCopy(c.CF(in[0]), base, o.data(), strides, static_cast<int>(o.size()), c.F(out[0]));
+    if (NumElements(o) == 0) return;
+    int64_t base = 0, strides[kMaxRank];
+    Offsets(a, o, base, strides);
+    HostStridedCopy(c.CF(in[0]), base, o.data(), strides, static_cast<int>(o.size()), c.F(out[0]));
   }
 
   void Device(DeviceContext& c) const override {
     const auto& a = c.shape(in[0]);
-    auto st = Strides(a);
-    devargs::Dims dims{}, strides{};
-    for (size_t d = 0; d < a.size(); d++) strides.d[d] = st[d];
-    long long base = 0;
-    for (size_t i = 0; i < starts.size(); i++) {
-      int64_t ax = NormAxis(axes[i], a.size(), node);
-      int64_t dim = a[ax], b = starts[i];
-      if (b < 0) b += dim;
-      b = steps[i] > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, dim - 1);
-      base += b * st[ax];
-      strides.d[ax] = st[ax] * steps[i];
-    }
     const auto& o = c.shape(out[0]);
-    for (size_t d = 0; d < o.size(); d++) dims.d[d] = o[d];
     long long n = NumElements(o);
+    if (n == 0) return;
+    int64_t b = 0, st[kMaxRank];
+    Offsets(a, o, b, st);
+    devargs::Dims dims{}, strides{};
+    for (size_t d = 0; d < o.size(); d++) {
+      dims.d[d] = o[d];
+      strides.d[d] = st[d];
+    }
+    long long base = b;
     int rank = static_cast<int>(o.size());
     cu::CUdeviceptr pi = c.ptr(in[0]), po = c.ptr(out[0]);
     c.Elementwise("onnxrl_strided", n, {&pi, &base, &po, &n, &rank, &dims, &strides});

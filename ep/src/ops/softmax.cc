@@ -11,10 +11,15 @@ namespace {
 struct SoftmaxKernel : Kernel {
   const char* Kind() const override { return "Softmax"; }
 
-  void Infer(InferContext& c) const override { c.set_shape(out[0], c.in_shape(0)); }
+  void Infer(InferContext& c) const override {
+    // The axis is checked where there is data (the CPU provider accepts any axis for an empty input).
+    if (NumElements(c.in_shape(0)) > 0) c.NormAxis(axis, c.in_shape(0).size());
+    c.set_shape(out[0], c.in_shape(0));
+  }
 
   void Host(ExecContext& c) const override {
     const auto& a = c.shape(in[0]);
+    if (NumElements(a) == 0) return;
     int64_t ax = NormAxis(axis, a.size(), node);
     int64_t outer = 1, len = 1, inner = 1;
     for (int64_t d = 0; d < static_cast<int64_t>(a.size()); d++) {
@@ -29,6 +34,7 @@ struct SoftmaxKernel : Kernel {
 
   void Device(DeviceContext& c) const override {
     const auto& a = c.shape(in[0]);
+    if (NumElements(a) == 0) return;
     int64_t ax = NormAxis(axis, a.size(), node);
     long long outer = 1, len = 1, inner = 1;
     for (int64_t d = 0; d < static_cast<int64_t>(a.size()); d++) {

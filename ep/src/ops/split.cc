@@ -18,13 +18,21 @@ struct SplitKernel : Kernel {
     int64_t ax = c.NormAxis(axis, a.size());
     size_t k = out.size();
     std::vector<int64_t> sizes = split;
+    int64_t kk = static_cast<int64_t>(k);
     if (sizes.empty()) {
-      int64_t each = (a[ax] + static_cast<int64_t>(k) - 1) / static_cast<int64_t>(k);
-      for (size_t i = 0; i < k; i++) sizes.push_back(std::min<int64_t>(each, a[ax] - each * static_cast<int64_t>(i)));
+      // Equal parts; from opset 18 the last ones may be smaller, before the dimension has to divide.
+      if (a[ax] % kk != 0 && !uneven) {
+        c.Fail("dimension " + std::to_string(a[ax]) + " does not split evenly in " + std::to_string(k));
+      }
+      int64_t each = a[ax] / kk + (a[ax] % kk != 0 ? 1 : 0);
+      for (int64_t i = 0; i < kk; i++) sizes.push_back(std::clamp<int64_t>(a[ax] - each * i, 0, each));
     }
     int64_t total = 0;
-    for (int64_t x : sizes) total += x;
-    if (sizes.size() != k || total != a[ax]) c.Fail("split sizes do not add up to the dimension");
+    for (int64_t x : sizes)
+      if (x < 0 || !CheckedAdd(total, x, &total)) c.Fail("split sizes " + ShapeString(sizes) + " are not sizes");
+    if (sizes.size() != k || total != a[ax]) {
+      c.Fail("split sizes " + ShapeString(sizes) + " do not add up to the dimension " + std::to_string(a[ax]));
+    }
     for (size_t i = 0; i < k; i++) {
       auto o = a;
       o[ax] = sizes[i];
@@ -41,6 +49,7 @@ struct SplitKernel : Kernel {
     for (int v : out) {
       int64_t chunk = c.shape(v)[ax] * inner;
       float* y = c.F(v);
+      if (chunk == 0) continue;  // an empty output
       for (int64_t i = 0; i < outer; i++) std::memcpy(y + i * chunk, x + i * row + off, chunk * sizeof(float));
       off += chunk;
     }
@@ -61,6 +70,7 @@ struct SplitKernel : Kernel {
 
   int64_t axis = 0;
   std::vector<int64_t> split;  // sizes; empty: equal parts
+  bool uneven = false;         // opset 18: equal parts need not divide the dimension (the last ones are smaller)
 };
 
 void LowerSplit(const OrtNode* n, Plan& p) {
@@ -69,6 +79,7 @@ void LowerSplit(const OrtNode* n, Plan& p) {
   auto s = std::make_unique<SplitKernel>();
   s->node = NodeName(n);
   s->axis = AttrInt(n, "axis", 0);
+  s->uneven = SinceVersion(n) >= 18;
   if (SinceVersion(n) >= 13) {
     if (Present(ins, 1)) s->split = Ints(Param(ins[1], "split"), "split");
   } else if (auto sp = AttrInts(n, "split")) {
