@@ -93,6 +93,7 @@ static char *onnxrl_capi_assignment(void *session, char **out) {
 	const void *const *subs = NULL;
 	size_t nsub = 0;
 	*out = NULL;
+	if (onnxrl_api == NULL) return strdup("the runtime's C API is not bound (onnxrl_capi_open)");
 	onnxrl_status st = ONNXRL_FN(ONNXRL_IDX_Session_GetEpGraphAssignmentInfo, onnxrl_status (*)(const void *, const void *const **, size_t *))(session, &subs, &nsub);
 	if (st != NULL) return onnxrl_take_message(st);
 	size_t cap = 256, len = 0;
@@ -139,6 +140,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -214,11 +216,15 @@ type AssignedSubgraph struct {
 	Nodes    []AssignedNode
 }
 
-// capiAssignment reads the runtime's record of which provider runs which nodes.
+// capiAssignment reads the runtime's record of which provider runs which nodes. It binds the
+// runtime's C API first: a session without the native provider (device cpu) has not.
 func capiAssignment(s *ort.DynamicAdvancedSession) ([]AssignedSubgraph, error) {
 	p := sessionPtr(s)
 	if p == nil {
 		return nil, ErrClosed
+	}
+	if err := capiOpen(LibraryPath()); err != nil {
+		return nil, fmt.Errorf("reaching the runtime's C API: %w", err)
 	}
 	var out *C.char
 	if err := takeCError(C.onnxrl_capi_assignment(p, &out)); err != nil {
