@@ -110,6 +110,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./externalenv/server/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(FUZZTIME) ./externalenv/server/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./models/
+	$(GO) test -run '^$$' -fuzz '^FuzzNativeGraphs$$' -fuzztime $(FUZZTIME) ./inference/
 
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
