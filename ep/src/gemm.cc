@@ -20,6 +20,7 @@
 #include <new>
 
 #include "kernels.h"
+#include "simd.h"
 
 namespace onnxrl_ep {
 
@@ -58,66 +59,7 @@ void PackedWeights::Repack(const float* w, int64_t K, int64_t N, int64_t ldw, co
 
 namespace {
 
-typedef float V4 __attribute__((vector_size(16)));
-typedef float V8 __attribute__((vector_size(32)));
-typedef float V16 __attribute__((vector_size(64)));
-
-#define ONNXRL_ALWAYS_INLINE inline __attribute__((always_inline))
-
-// Lanes is a vector type's float count; a panel row is kPanel / Lanes<V> vectors.
-template <typename V>
-constexpr int Lanes = static_cast<int>(sizeof(V) / sizeof(float));
-
-template <typename V>
-ONNXRL_ALWAYS_INLINE V Load(const float* p) {
-  typedef float U __attribute__((vector_size(sizeof(V)), aligned(4), may_alias));
-  return *reinterpret_cast<const U*>(p);
-}
-template <typename V>
-ONNXRL_ALWAYS_INLINE void Store(float* p, V v) {
-  typedef float U __attribute__((vector_size(sizeof(V)), aligned(4), may_alias));
-  *reinterpret_cast<U*>(p) = v;
-}
-
-// Activate applies e's activation to n vectors (the choice made once per tile).
-template <typename V>
-ONNXRL_ALWAYS_INLINE void Activate(V* v, int n, const Epilogue& e) {
-  switch (e.act) {
-    case kActNone:
-      break;
-    case kActRelu:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
-      break;
-    case kActLeakyRelu:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = v[i] >= 0.0f ? v[i] : v[i] * e.a;
-      break;
-    case kActClip:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = v[i] < e.a ? e.a : (v[i] > e.b ? e.b : v[i]);
-      break;
-    case kActTanh:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = TanhOf(v[i]);
-      break;
-    case kActSigmoid:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = SigmoidOf(v[i]);
-      break;
-    case kActErf:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = ErfOf(v[i]);
-      break;
-    case kActGelu:
-#pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = GeluOf(v[i]);
-      break;
-    default:  // not fused into a matrix multiply (ops/dense.cc): element by element
-      for (int i = 0; i < n; i++)
-        for (int j = 0; j < Lanes<V>; j++) v[i][j] = ApplyAct(e.act, v[i][j], e.a, e.b);
-  }
-}
+using namespace simd;
 
 // Tile computes MR rows by NV panels with vectors V (C = kPanel / lanes of them per panel
 // row): x points at the tile's first row, w at its first panel (panels pstride floats apart),
@@ -125,7 +67,8 @@ ONNXRL_ALWAYS_INLINE void Activate(V* v, int n, const Epilogue& e) {
 // last panel's padding).
 template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
+                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
+                               int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L, NC = NV * C;
   V acc[MR * NC];
 #pragma GCC unroll 8
@@ -133,6 +76,13 @@ ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const flo
     V b = Load<V>(bias + c * L);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r * NC + c] = b;
+  }
+  if (add != nullptr) {
+    for (int r = 0; r < MR; r++) {
+      float row[NV * kPanel] = {};
+      std::memcpy(row, add + r * e.ldadd, ncols * sizeof(float));
+      for (int c = 0; c < NC; c++) acc[r * NC + c] += Load<V>(row + c * L);
+    }
   }
   for (int64_t k = 0; k < K; k++) {
     V wv[NC];
@@ -164,15 +114,20 @@ ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const flo
 // with the exact row count (no padding rows are read or written).
 template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
+                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
+                               int64_t ncols) {
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) Tile<V, MR, NV>(x + m * lda, lda, K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
+  for (; m + MR <= M; m += MR) {
+    Tile<V, MR, NV>(x + m * lda, lda, K, w, pstride, bias, e, add != nullptr ? add + m * e.ldadd : nullptr,
+                    out + m * ldo, ldo, ncols);
+  }
   const float* xr = x + m * lda;
+  const float* ar = add != nullptr ? add + m * e.ldadd : nullptr;
   float* orow = out + m * ldo;
   switch (M - m) {
 #define ONNXRL_REST(R)                                                                      \
   case R:                                                                                   \
-    if constexpr (R < MR) Tile<V, R, NV>(xr, lda, K, w, pstride, bias, e, orow, ldo, ncols); \
+    if constexpr (R < MR) Tile<V, R, NV>(xr, lda, K, w, pstride, bias, e, ar, orow, ldo, ncols); \
     break;
     ONNXRL_REST(1)
     ONNXRL_REST(2)
@@ -198,17 +153,19 @@ ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const 
   for (int64_t m0 = 0; m0 < M; m0 += mb) {
     const int64_t rows = std::min(mb, M - m0);
     const float* xb = x + m0 * lda;
+    const float* ab = e.add != nullptr ? e.add + m0 * e.ldadd : nullptr;
     float* ob = out + m0 * ldo;
+    auto col = [&](const float* base, int64_t p) { return base != nullptr ? base + (p * kPanel - n0) : nullptr; };
     int64_t p = p0;
     for (; p + NV <= p1; p += NV) {
       int64_t ncols = std::min(n1, (p + NV) * kPanel) - p * kPanel;
-      Rows<V, MR, NV>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0),
-                      ldo, ncols);
+      Rows<V, MR, NV>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
+                      ob + (p * kPanel - n0), ldo, ncols);
     }
     for (; p < p1; p++) {
       int64_t ncols = std::min(n1, (p + 1) * kPanel) - p * kPanel;
-      Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0),
-                     ldo, ncols);
+      Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
+                     ob + (p * kPanel - n0), ldo, ncols);
     }
   }
 }
@@ -235,69 +192,48 @@ ONNXRL_ALWAYS_INLINE void Span(const Epilogue& e, const float* in, float* out, i
   for (; i < n; i++) out[i] = ApplyAct(e.act, in[i], e.a, e.b);
 }
 
-using GemmFn = void (*)(const float*, int64_t, int64_t, const PackedWeights&, int64_t, int64_t, const Epilogue&,
-                        float*, int64_t);
-
-using SpanFn = void (*)(const Epilogue&, const float*, float*, int64_t);
-
 void GemmPortable(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
                   const Epilogue& e, float* out, int64_t ldo) {
   Blocked<V4, 3, 1>(x, lda, M, w, n0, n1, e, out, ldo);
 }
 void SpanPortable(const Epilogue& e, const float* in, float* out, int64_t n) { Span<V4>(e, in, out, n); }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2,fma"))) void GemmAvx2(const float* x, int64_t lda, int64_t M, const PackedWeights& w,
+#if defined(ONNXRL_X86_ISAS)
+ONNXRL_TARGET_AVX2 void GemmAvx2(const float* x, int64_t lda, int64_t M, const PackedWeights& w,
                                                   int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
   Blocked<V8, 6, 1>(x, lda, M, w, n0, n1, e, out, ldo);
 }
-__attribute__((target("avx2,fma"))) void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
+ONNXRL_TARGET_AVX2 void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
   Span<V8>(e, in, out, n);
 }
 
-__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void GemmAvx512(const float* x, int64_t lda, int64_t M,
+ONNXRL_TARGET_AVX512 void GemmAvx512(const float* x, int64_t lda, int64_t M,
                                                                              const PackedWeights& w, int64_t n0,
                                                                              int64_t n1, const Epilogue& e, float* out,
                                                                              int64_t ldo) {
   Blocked<V16, 8, 2>(x, lda, M, w, n0, n1, e, out, ldo);
 }
-__attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma"))) void SpanAvx512(const Epilogue& e, const float* in,
+ONNXRL_TARGET_AVX512 void SpanAvx512(const Epilogue& e, const float* in,
                                                                              float* out, int64_t n) {
   Span<V16>(e, in, out, n);
 }
 #endif
-
-struct Dispatch {
-  GemmFn fn;
-  SpanFn span;
-  const char* name;
-};
-
-Dispatch Choose() {
-  const char* want = std::getenv("ONNXRL_EP_ISA");
-  auto allowed = [&](const char* name) { return want == nullptr || want[0] == '\0' || std::strcmp(want, name) == 0; };
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512vl");
-  if (avx512 && allowed("avx512")) return {GemmAvx512, SpanAvx512, "avx512"};
-  if (avx2 && (allowed("avx2") || (want != nullptr && std::strcmp(want, "avx512") == 0))) return {GemmAvx2, SpanAvx2, "avx2"};
-#endif
-  return {GemmPortable, SpanPortable, "portable"};
-}
-
-const Dispatch& Chosen() {
-  static const Dispatch d = Choose();
-  return d;
-}
 
 }  // namespace
 
 void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
           float* out, int64_t ldo) {
   if (M <= 0 || n1 <= n0) return;
-  Chosen().fn(x, lda, M, w, n0, n1, e, out, ldo);
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return GemmAvx512(x, lda, M, w, n0, n1, e, out, ldo);
+    case IsaLevel::kAvx2:
+      return GemmAvx2(x, lda, M, w, n0, n1, e, out, ldo);
+#endif
+    default:
+      return GemmPortable(x, lda, M, w, n0, n1, e, out, ldo);
+  }
 }
 
 void Activations(const Epilogue& e, const float* in, float* out, int64_t n) {
@@ -306,9 +242,16 @@ void Activations(const Epilogue& e, const float* in, float* out, int64_t n) {
     if (in != out) std::memmove(out, in, n * sizeof(float));
     return;
   }
-  Chosen().span(e, in, out, n);
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return SpanAvx512(e, in, out, n);
+    case IsaLevel::kAvx2:
+      return SpanAvx2(e, in, out, n);
+#endif
+    default:
+      return SpanPortable(e, in, out, n);
+  }
 }
-
-const char* Isa() { return Chosen().name; }
 
 }  // namespace onnxrl_ep

@@ -38,9 +38,13 @@ class PackedWeights {
 };
 
 // Epilogue: what is done to a tile's sums in registers: + bias, then act(a, b) (kernels.h).
+// With add set, the sums start from bias + add[m][n] (rows ldadd floats apart, the same
+// columns as out); add may be out itself (each tile reads its part before writing it).
 struct Epilogue {
   int32_t act = 0;
   float a = 0.0f, b = 0.0f;
+  const float* add = nullptr;
+  int64_t ldadd = 0;
 };
 
 // Gemm: out[m][n] = act(sum_k x[m][k] w[k][n] + bias[n]) for M rows, x's rows lda floats apart

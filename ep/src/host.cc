@@ -17,45 +17,6 @@ namespace {
 #define ONNXRL_VECTOR_CLONES
 #endif
 
-// Gemm of rows: out[m][n] += sum_k a[m][k] * w[k][n], n contiguous so the inner loop
-// vectorizes. Four rows at a time share each load of w. (Measured: faster here than a 4x16
-// register tile, which GCC does not keep in registers.)
-ONNXRL_VECTOR_CLONES
-void Accumulate(const float* __restrict a, int64_t lda, int64_t M, int64_t K, const float* __restrict w, int64_t N,
-                float* __restrict out, int64_t ldo) {
-  int64_t m = 0;
-  for (; m + 4 <= M; m += 4) {
-    float* __restrict o0 = out + (m + 0) * ldo;
-    float* __restrict o1 = out + (m + 1) * ldo;
-    float* __restrict o2 = out + (m + 2) * ldo;
-    float* __restrict o3 = out + (m + 3) * ldo;
-    const float* a0 = a + (m + 0) * lda;
-    const float* a1 = a + (m + 1) * lda;
-    const float* a2 = a + (m + 2) * lda;
-    const float* a3 = a + (m + 3) * lda;
-    for (int64_t k = 0; k < K; k++) {
-      const float* __restrict wk = w + k * N;
-      const float x0 = a0[k], x1 = a1[k], x2 = a2[k], x3 = a3[k];
-      for (int64_t n = 0; n < N; n++) {
-        const float wv = wk[n];
-        o0[n] += x0 * wv;
-        o1[n] += x1 * wv;
-        o2[n] += x2 * wv;
-        o3[n] += x3 * wv;
-      }
-    }
-  }
-  for (; m < M; m++) {
-    float* __restrict o = out + m * ldo;
-    const float* am = a + m * lda;
-    for (int64_t k = 0; k < K; k++) {
-      const float* __restrict wk = w + k * N;
-      const float x = am[k];
-      for (int64_t n = 0; n < N; n++) o[n] += x * wk[n];
-    }
-  }
-}
-
 }  // namespace
 
 void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
@@ -176,91 +137,109 @@ void HostStridedCopy(const float* in, int64_t base, const int64_t* dims, const i
   }
 }
 
+void RnnPack(const RnnWeights& w, bool lstm, bool lbr, PackedWeights* x, PackedWeights* h, PackedWeights* hn) {
+  const int64_t I = w.I, H = w.H, G = (lstm ? 4 : 3) * H;
+  if (lstm) {
+    std::vector<float> bias(G);
+    for (int64_t g = 0; g < G; g++) bias[g] = w.bx[g] + w.bh[g];
+    x->Repack(w.wx, I, G, G, bias.data());
+    h->Repack(w.wh, H, G, G, nullptr);
+    return;
+  }
+  x->Repack(w.wx, I, G, G, w.bx);
+  if (lbr) {
+    h->Repack(w.wh, H, G, G, w.bh);
+  } else {
+    h->Repack(w.wh, H, 2 * H, G, w.bh);
+    hn->Repack(w.wh + 2 * H, H, H, G, w.bh + 2 * H);
+  }
+}
+
+namespace {
+
+// Packed returns w with its packed forms: w's own, or packed now into this thread's buffers.
+RnnWeights Packed(const RnnWeights& w, bool lstm, bool lbr) {
+  if (w.x != nullptr) return w;
+  thread_local PackedWeights x, h, hn;
+  RnnPack(w, lstm, lbr, &x, &h, &hn);
+  RnnWeights p = w;
+  p.x = &x;
+  p.h = &h;
+  p.hn = &hn;
+  return p;
+}
+
+// Rows [b0, b1) of a batch of B rows of n floats each.
+struct RowRange {
+  int64_t b0, rows, B;
+  float* of(float* base, int64_t n) const { return base + b0 * n; }
+  const float* of(const float* base, int64_t n) const { return base == nullptr ? nullptr : base + b0 * n; }
+};
+
+}  // namespace
+
 int64_t RnnScratch(int64_t gates, int64_t H, int64_t B) {
   // gates [B][G*H], recurrent part [B][G*H] (GRU), h and c [B][H] each.
   return B * gates * H * 2 + 2 * B * H;
 }
 
-void HostLstm(const RnnWeights& w, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
-              float* yh, float* yc, float* scratch) {
-  const int64_t H = w.H, G = 4 * H;
-  float* gates = scratch;
-  float* h = scratch + 2 * B * G;
-  float* c = h + B * H;
-  if (h0) std::memcpy(h, h0, B * H * sizeof(float)); else std::memset(h, 0, B * H * sizeof(float));
-  if (c0) std::memcpy(c, c0, B * H * sizeof(float)); else std::memset(c, 0, B * H * sizeof(float));
+void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
+              float* yh, float* yc, float* scratch, int64_t b0, int64_t b1) {
+  if (b1 < 0) b1 = B;
+  const RowRange rr{b0, b1 - b0, B};
+  const RnnWeights w = Packed(raw, true, false);
+  const int64_t H = w.H, G = 4 * H, I = w.I, n = rr.rows;
+  float* gates = rr.of(scratch, G);
+  float* h = rr.of(scratch + 2 * B * G, H);
+  float* c = rr.of(scratch + 2 * B * G + B * H, H);
+  if (h0) std::memcpy(h, rr.of(h0, H), n * H * sizeof(float)); else std::memset(h, 0, n * H * sizeof(float));
+  if (c0) std::memcpy(c, rr.of(c0, H), n * H * sizeof(float)); else std::memset(c, 0, n * H * sizeof(float));
+  Epilogue none, accumulate;
+  accumulate.add = gates;
+  accumulate.ldadd = G;
   for (int64_t t = 0; t < T; t++) {
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t g = 0; g < G; g++) gates[b * G + g] = w.bx[g] + w.bh[g];
-    Accumulate(x + t * B * w.I, w.I, B, w.I, w.wx, G, gates, G);
-    Accumulate(h, H, B, H, w.wh, G, gates, G);
-    for (int64_t b = 0; b < B; b++) {
-      const float* gr = gates + b * G;
-      for (int64_t j = 0; j < H; j++) {
-        h[b * H + j] = LstmCell(gr[j], gr[H + j], gr[2 * H + j], gr[3 * H + j], &c[b * H + j]);
-      }
-    }
-    if (y) std::memcpy(y + t * B * H, h, B * H * sizeof(float));
+    // gates = x_t @ Wx + (bx + bh), then += h @ Wh: both in registers before each store.
+    Gemm(x + t * B * I + b0 * I, I, n, *w.x, 0, G, none, gates, G);
+    Gemm(h, H, n, *w.h, 0, G, accumulate, gates, G);
+    LstmCells(gates, n, H, h, c);
+    if (y) std::memcpy(y + t * B * H + b0 * H, h, n * H * sizeof(float));
   }
-  if (yh) std::memcpy(yh, h, B * H * sizeof(float));
-  if (yc) std::memcpy(yc, c, B * H * sizeof(float));
+  if (yh) std::memcpy(rr.of(yh, H), h, n * H * sizeof(float));
+  if (yc) std::memcpy(rr.of(yc, H), c, n * H * sizeof(float));
 }
 
-void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,
-             float* yh, float* scratch) {
-  const int64_t H = w.H, G = 3 * H;
-  float* gx = scratch;          // x @ Wx + bx
-  float* gh = scratch + B * G;  // h @ Wh + bh (or (r*h) @ Wh_h)
-  float* h = scratch + 2 * B * G;
-  float* rh = h + B * H;
-  if (h0) std::memcpy(h, h0, B * H * sizeof(float)); else std::memset(h, 0, B * H * sizeof(float));
+void HostGru(const RnnWeights& raw, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,
+             float* yh, float* scratch, int64_t b0, int64_t b1) {
+  if (b1 < 0) b1 = B;
+  const RowRange rr{b0, b1 - b0, B};
+  const RnnWeights w = Packed(raw, false, lbr);
+  const int64_t H = w.H, G = 3 * H, I = w.I, n = rr.rows;
+  float* gx = rr.of(scratch, G);          // x @ Wx + bx
+  float* gh = rr.of(scratch + B * G, G);  // h @ Wh + bh (or (r*h) @ Wh_n + bh_n)
+  float* h = rr.of(scratch + 2 * B * G, H);
+  float* rh = rr.of(scratch + 2 * B * G + B * H, H);
+  if (h0) std::memcpy(h, rr.of(h0, H), n * H * sizeof(float)); else std::memset(h, 0, n * H * sizeof(float));
+  const Epilogue none;
   for (int64_t t = 0; t < T; t++) {
-    for (int64_t b = 0; b < B; b++) {
-      std::memcpy(gx + b * G, w.bx, G * sizeof(float));
-      std::memcpy(gh + b * G, w.bh, G * sizeof(float));
-    }
-    Accumulate(x + t * B * w.I, w.I, B, w.I, w.wx, G, gx, G);
+    Gemm(x + t * B * I + b0 * I, I, n, *w.x, 0, G, none, gx, G);
     if (lbr) {
-      Accumulate(h, H, B, H, w.wh, G, gh, G);
-      for (int64_t b = 0; b < B; b++) {
-        const float* ax = gx + b * G;
-        const float* ah = gh + b * G;
-        for (int64_t j = 0; j < H; j++) {
-          float z = GruGate(ax[j] + ah[j]);
-          float r = GruGate(ax[H + j] + ah[H + j]);
-          h[b * H + j] = GruOut(z, ax[2 * H + j] + r * ah[2 * H + j], h[b * H + j]);
-        }
-      }
+      Gemm(h, H, n, *w.h, 0, G, none, gh, G);
+      GruCells(gx, gh, n, H, h);
     } else {
-      // z and r from h, then the candidate from (r * h): the last third of Wh separately.
-      for (int64_t b = 0; b < B; b++)
-        for (int64_t k = 0; k < H; k++) {
-          const float hv = h[b * H + k];
-          const float* wk = w.wh + k * G;
-          float* o = gh + b * G;
-          for (int64_t g = 0; g < 2 * H; g++) o[g] += hv * wk[g];
-        }
-      for (int64_t b = 0; b < B; b++)
-        for (int64_t j = 0; j < H; j++) {
-          float r = GruGate(gx[b * G + H + j] + gh[b * G + H + j]);
-          rh[b * H + j] = r * h[b * H + j];
-        }
-      for (int64_t b = 0; b < B; b++)
-        for (int64_t k = 0; k < H; k++) {
-          const float v = rh[b * H + k];
-          const float* wk = w.wh + k * G + 2 * H;
-          float* o = gh + b * G + 2 * H;
-          for (int64_t j = 0; j < H; j++) o[j] += v * wk[j];
-        }
-      for (int64_t b = 0; b < B; b++)
+      // z and r from h, then the candidate from (r * h) with Wh's last third.
+      Gemm(h, H, n, *w.h, 0, 2 * H, none, gh, G);
+      for (int64_t b = 0; b < n; b++)
+        for (int64_t j = 0; j < H; j++) rh[b * H + j] = GruGate(gx[b * G + H + j] + gh[b * G + H + j]) * h[b * H + j];
+      Gemm(rh, H, n, *w.hn, 0, H, none, gh + 2 * H, G);
+      for (int64_t b = 0; b < n; b++)
         for (int64_t j = 0; j < H; j++) {
           float z = GruGate(gx[b * G + j] + gh[b * G + j]);
           h[b * H + j] = GruOut(z, gx[b * G + 2 * H + j] + gh[b * G + 2 * H + j], h[b * H + j]);
         }
     }
-    if (y) std::memcpy(y + t * B * H, h, B * H * sizeof(float));
+    if (y) std::memcpy(y + t * B * H + b0 * H, h, n * H * sizeof(float));
   }
-  if (yh) std::memcpy(yh, h, B * H * sizeof(float));
+  if (yh) std::memcpy(rr.of(yh, H), h, n * H * sizeof(float));
 }
 
 }  // namespace onnxrl_ep

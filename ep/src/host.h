@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "gemm.h"
 #include "kernels.h"
 
 namespace onnxrl_ep {
@@ -26,21 +27,36 @@ void HostSoftmax(bool log, const float* in, float* out, int64_t outer, int64_t l
 void HostStridedCopy(const float* in, int64_t base, const int64_t* dims, const int64_t* strides, int rank, float* out);
 // RnnWeights views the weights of a forward LSTM (G = 4 gates) or GRU (G = 3), transposed so
 // that a row of inputs accumulates into contiguous gate rows: wx [I][G*H], wh [H][G*H], bx and
-// bh [G*H].
+// bh [G*H]; and, where the kernel has prepared them (RnnKernel::PrepareHost), their packed
+// forms: x = Wx with bias bx (an LSTM's: bx + bh), h = Wh with bias bh (an LSTM's: none; a GRU
+// without linear_before_reset: its z and r columns only, and hn its candidate's). Without
+// packed forms the loops pack the raw weights on every call.
 struct RnnWeights {
   int64_t I = 0, H = 0;
   const float* wx = nullptr;
   const float* wh = nullptr;
   const float* bx = nullptr;
   const float* bh = nullptr;
+  const PackedWeights* x = nullptr;
+  const PackedWeights* h = nullptr;
+  const PackedWeights* hn = nullptr;
 };
-// LSTM / GRU over T steps of B rows; h0/c0 may be null (zeros); y/yh/yc may be null. lbr is
-// GRU's linear_before_reset.
+// RnnPack packs w's raw weights as RnnWeights' packed forms describe (lstm: 4 gates, else a GRU
+// with linear_before_reset lbr); hn is left empty unless a GRU without it.
+void RnnPack(const RnnWeights& w, bool lstm, bool lbr, PackedWeights* x, PackedWeights* h, PackedWeights* hn);
+// LSTM / GRU over T steps of rows [b0, b1) of B; h0/c0 may be null (zeros); y/yh/yc may be
+// null. lbr is GRU's linear_before_reset. Every pointer is to the whole batch's tensor or
+// scratch; distinct row ranges may run at the same time.
 void HostLstm(const RnnWeights& w, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
-              float* yh, float* yc, float* scratch);
+              float* yh, float* yc, float* scratch, int64_t b0 = 0, int64_t b1 = -1);
 void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,
-             float* yh, float* scratch);
+             float* yh, float* scratch, int64_t b0 = 0, int64_t b1 = -1);
 // Scratch floats HostLstm (gates = 4) or HostGru (gates = 3) need for B rows of H hidden units.
 int64_t RnnScratch(int64_t gates, int64_t H, int64_t B);
+// LstmCells: gates [rows][4H] (i, o, f, c sums) update h and c [rows][H] (cells.cc).
+void LstmCells(const float* gates, int64_t rows, int64_t H, float* h, float* c);
+// GruCells: gx, gh [rows][3H] (z, r, n of x @ Wx + bx and h @ Wh + bh) update h [rows][H], the
+// linear_before_reset form (cells.cc).
+void GruCells(const float* gx, const float* gh, int64_t rows, int64_t H, float* h);
 
 }  // namespace onnxrl_ep

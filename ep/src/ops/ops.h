@@ -80,12 +80,21 @@ struct RnnKernel : Kernel {
   virtual int64_t Gates() const = 0;
   RnnWeights Weights(size_t d) const {
     const Direction& w = dirs[d];
-    return RnnWeights{I, H, w.wx.data(), w.wh.data(), w.bx.data(), w.bh.data()};
+    RnnWeights r{I, H, w.wx.data(), w.wh.data(), w.bx.data(), w.bh.data()};
+    if (!w.px.empty()) {
+      r.x = &w.px;
+      r.h = &w.ph;
+      r.hn = &w.phn;
+    }
+    return r;
   }
+  // PrepareHost packs each direction's weights (RnnPack) and releases the raw ones.
+  void PrepareHost() override;
 
   struct Direction {
     bool reverse = false;               // from the last step to the first
     std::vector<float> wx, wh, bx, bh;  // Wx [I][G*H], Wh [H][G*H], biases [G*H]
+    PackedWeights px, ph, phn;          // the host backend's forms (host.h, RnnWeights)
   };
   int64_t H = 0, I = 0;
   std::vector<Direction> dirs;  // one, or two (bidirectional: forward, then reverse)

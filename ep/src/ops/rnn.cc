@@ -138,11 +138,31 @@ bool ForwardOnly(const RnnKernel& k) { return k.dirs.size() == 1 && !k.dirs[0].r
 
 }  // namespace
 
+void RnnKernel::PrepareHost() {
+  const bool lstm = Gates() == 4;
+  const bool lbr = !lstm && static_cast<const GruKernel*>(this)->lbr;
+  for (size_t d = 0; d < dirs.size(); d++) {
+    Direction& w = dirs[d];
+    if (!w.px.empty()) continue;  // prepared already
+    RnnPack(Weights(d), lstm, lbr, &w.px, &w.ph, &w.phn);
+    for (auto* v : {&w.wx, &w.wh, &w.bx, &w.bh}) std::vector<float>().swap(*v);
+  }
+}
+
 void LstmKernel::Host(ExecContext& c) const {
   const auto& x = c.shape(in[0]);
   if (ForwardOnly(*this)) {
-    HostLstm(Weights(0), c.CF(in[0]), x[0], x[1], c.CF(in[1]), c.CF(in[2]), c.F(out[0]), c.F(out[1]), c.F(out[2]),
-             c.scratch());
+    const RnnWeights w = Weights(0);
+    const int64_t T = x[0], B = x[1];
+    const float *px = c.CF(in[0]), *h0 = c.CF(in[1]), *c0 = c.CF(in[2]);
+    float *y = c.F(out[0]), *yh = c.F(out[1]), *yc = c.F(out[2]), *scratch = c.scratch();
+    // Rows are independent through every step: split over the session's threads.
+    const int64_t rows = RowsPerTask(T * (I + H) * 4 * H, B);
+    auto task = [&](size_t t) {
+      const int64_t b0 = static_cast<int64_t>(t) * rows;
+      HostLstm(w, px, T, B, h0, c0, y, yh, yc, scratch, b0, std::min(B, b0 + rows));
+    };
+    c.ParallelFor(static_cast<size_t>((B + rows - 1) / rows), task);
     return;
   }
   const int64_t B = x[1];
@@ -155,7 +175,16 @@ void LstmKernel::Host(ExecContext& c) const {
 void GruKernel::Host(ExecContext& c) const {
   const auto& x = c.shape(in[0]);
   if (ForwardOnly(*this)) {
-    HostGru(Weights(0), lbr, c.CF(in[0]), x[0], x[1], c.CF(in[1]), c.F(out[0]), c.F(out[1]), c.scratch());
+    const RnnWeights w = Weights(0);
+    const int64_t T = x[0], B = x[1];
+    const float *px = c.CF(in[0]), *h0 = c.CF(in[1]);
+    float *y = c.F(out[0]), *yh = c.F(out[1]), *scratch = c.scratch();
+    const int64_t rows = RowsPerTask(T * (I + H) * 3 * H, B);
+    auto task = [&](size_t t) {
+      const int64_t b0 = static_cast<int64_t>(t) * rows;
+      HostGru(w, lbr, px, T, B, h0, y, yh, scratch, b0, std::min(B, b0 + rows));
+    };
+    c.ParallelFor(static_cast<size_t>((B + rows - 1) / rows), task);
     return;
   }
   const int64_t B = x[1];

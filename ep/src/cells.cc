@@ -1,0 +1,106 @@
+// The LSTM and GRU cells of the host backend (host.h), whole vectors at a time: the gate
+// arithmetic of kernels.h (LstmCell, GruOut) through TanhOf and SigmoidOf on simd.h's vectors,
+// compiled per instruction set like the matrix multiply, the scalar form for the last columns.
+#include "host.h"
+#include "simd.h"
+
+namespace onnxrl_ep {
+
+namespace {
+
+using namespace simd;
+
+// Lstm: gates [rows][4H] (i, o, f, c; pre-activation sums) update h and c [rows][H].
+template <typename V>
+ONNXRL_ALWAYS_INLINE void Lstm(const float* gates, int64_t rows, int64_t H, float* h, float* c) {
+  constexpr int L = Lanes<V>;
+  for (int64_t r = 0; r < rows; r++) {
+    const float* g = gates + r * 4 * H;
+    float* hr = h + r * H;
+    float* cr = c + r * H;
+    int64_t j = 0;
+    for (; j + L <= H; j += L) {
+      V i = SigmoidOf(Load<V>(g + j));
+      V o = SigmoidOf(Load<V>(g + H + j));
+      V f = SigmoidOf(Load<V>(g + 2 * H + j));
+      V cand = TanhOf(Load<V>(g + 3 * H + j));
+      V cn = f * Load<V>(cr + j) + i * cand;
+      Store<V>(cr + j, cn);
+      Store<V>(hr + j, o * TanhOf(cn));
+    }
+    for (; j < H; j++) hr[j] = LstmCell(g[j], g[H + j], g[2 * H + j], g[3 * H + j], &cr[j]);
+  }
+}
+
+// Gru: gx and gh [rows][3H] (z, r, n; x @ Wx + bx and h @ Wh + bh), linear_before_reset.
+template <typename V>
+ONNXRL_ALWAYS_INLINE void Gru(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
+  constexpr int L = Lanes<V>;
+  for (int64_t r = 0; r < rows; r++) {
+    const float* ax = gx + r * 3 * H;
+    const float* ah = gh + r * 3 * H;
+    float* hr = h + r * H;
+    int64_t j = 0;
+    for (; j + L <= H; j += L) {
+      V z = SigmoidOf(Load<V>(ax + j) + Load<V>(ah + j));
+      V rr = SigmoidOf(Load<V>(ax + H + j) + Load<V>(ah + H + j));
+      V n = TanhOf(Load<V>(ax + 2 * H + j) + rr * Load<V>(ah + 2 * H + j));
+      V hp = Load<V>(hr + j);
+      Store<V>(hr + j, (1.0f - z) * n + z * hp);
+    }
+    for (; j < H; j++) {
+      float z = GruGate(ax[j] + ah[j]);
+      float rr = GruGate(ax[H + j] + ah[H + j]);
+      hr[j] = GruOut(z, ax[2 * H + j] + rr * ah[2 * H + j], hr[j]);
+    }
+  }
+}
+
+void LstmPortable(const float* g, int64_t rows, int64_t H, float* h, float* c) { Lstm<V4>(g, rows, H, h, c); }
+void GruPortable(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
+  Gru<V4>(gx, gh, rows, H, h);
+}
+#if defined(ONNXRL_X86_ISAS)
+ONNXRL_TARGET_AVX2 void LstmAvx2(const float* g, int64_t rows, int64_t H, float* h, float* c) {
+  Lstm<V8>(g, rows, H, h, c);
+}
+ONNXRL_TARGET_AVX2 void GruAvx2(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
+  Gru<V8>(gx, gh, rows, H, h);
+}
+ONNXRL_TARGET_AVX512 void LstmAvx512(const float* g, int64_t rows, int64_t H, float* h, float* c) {
+  Lstm<V16>(g, rows, H, h, c);
+}
+ONNXRL_TARGET_AVX512 void GruAvx512(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
+  Gru<V16>(gx, gh, rows, H, h);
+}
+#endif
+
+}  // namespace
+
+void LstmCells(const float* gates, int64_t rows, int64_t H, float* h, float* c) {
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return LstmAvx512(gates, rows, H, h, c);
+    case IsaLevel::kAvx2:
+      return LstmAvx2(gates, rows, H, h, c);
+#endif
+    default:
+      return LstmPortable(gates, rows, H, h, c);
+  }
+}
+
+void GruCells(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return GruAvx512(gx, gh, rows, H, h);
+    case IsaLevel::kAvx2:
+      return GruAvx2(gx, gh, rows, H, h);
+#endif
+    default:
+      return GruPortable(gx, gh, rows, H, h);
+  }
+}
+
+}  // namespace onnxrl_ep
