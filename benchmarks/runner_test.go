@@ -94,10 +94,15 @@ func cartpoleEnv(tb testing.TB, n, first int) env.BaseEnv {
 }
 
 func newRunner(tb testing.TB, p *models.Policy, n, worker int, explore bool) *envrunner.Runner {
+	return newRunnerOn(tb, p, n, worker, explore, "")
+}
+
+// newRunnerOn is newRunner with the policy's session on device ("" or "cpu": the CPU provider).
+func newRunnerOn(tb testing.TB, p *models.Policy, n, worker int, explore bool, device string) *envrunner.Runner {
 	cfg := envrunner.Config{Env: cartpoleEnv(tb, n, worker*n), NumEnvs: n, Seed: 1, Worker: worker,
 		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: {Policy: p,
 			Action:  connectors.ActionConfig{Explore: explore},
-			Session: inference.Options{IntraOpThreads: 1, InterOpThreads: 1}}}}
+			Session: inference.Options{Device: device, IntraOpThreads: 1, InterOpThreads: 1}}}}
 	if explore {
 		cfg.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 0.95}
 	} else {
@@ -173,6 +178,52 @@ func BenchmarkRunner(b *testing.B) {
 			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
 			b.ReportMetric(r.PerfStats().MeanInferenceMs*1e6/runnerEnvs, "runner-inference-ns/env-step")
 			b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
+		})
+	}
+}
+
+// BenchmarkRunnerNativeVsCPU runs the whole sampler twice over 256 CartPole-v1
+// sub-environments with the bundled MLP, one runner's policy on the CPU provider and the
+// other's on the project's provider (device "native"), one intra-op thread each, interleaved
+// in rounds of 20 steps, and reports both env steps/s and "native/cpu" = native steps/s
+// divided by cpu steps/s (above 1 = native faster), greedy and exploring with every column.
+func BenchmarkRunnerNativeVsCPU(b *testing.B) {
+	if err := inference.EnsureNative(); err != nil {
+		b.Skipf("the native provider is not built (make native): %v", err)
+	}
+	p := cartpoleMLP(b)
+	for _, mode := range []string{"greedy", "explore"} {
+		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
+			runtime.LockOSThread() // as BenchmarkRunner
+			defer runtime.UnlockOSThread()
+			cpu := newRunnerOn(b, p, runnerEnvs, 0, mode == "explore", "cpu")
+			defer cpu.Close()
+			nat := newRunnerOn(b, p, runnerEnvs, 0, mode == "explore", "native")
+			defer nat.Close()
+			var dst envrunner.MultiAgentBatch
+			const round = 20
+			for range 30 {
+				runnerSteps(b, cpu, round, &dst)
+				runnerSteps(b, nat, round, &dst)
+			}
+			var cpuT, natT time.Duration
+			c0, n0 := cpu.Counters(), nat.Counters()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				runnerSteps(b, cpu, round, &dst)
+				t1 := time.Now()
+				runnerSteps(b, nat, round, &dst)
+				natT += time.Since(t1)
+				cpuT += t1.Sub(t0)
+			}
+			b.StopTimer()
+			cs := float64(cpu.Counters().EnvSteps-c0.EnvSteps) / cpuT.Seconds()
+			ns := float64(nat.Counters().EnvSteps-n0.EnvSteps) / natT.Seconds()
+			b.ReportMetric(cs, "cpu-steps/s")
+			b.ReportMetric(ns, "native-steps/s")
+			b.ReportMetric(ns/cs, "native/cpu")
 		})
 	}
 }
