@@ -116,7 +116,7 @@ ONNXRL_HD inline float Sigmoid(float x) { return SigmoidOf(x); }
 ONNXRL_HD inline float ApplyAct(int32_t act, float x, float a, float b) {
   switch (act) {
     case kActRelu:
-      return x > 0.0f ? x : 0.0f;
+      return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as the CPU provider's
     case kActLeakyRelu:
       return x >= 0.0f ? x : a * x;
     case kActTanh:

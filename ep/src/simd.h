@@ -55,7 +55,7 @@ ONNXRL_ALWAYS_INLINE void Activate(V* v, int n, const Epilogue& e) {
       break;
     case kActRelu:
 #pragma GCC unroll 32
-      for (int i = 0; i < n; i++) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+      for (int i = 0; i < n; i++) v[i] = v[i] < 0.0f ? 0.0f : v[i];  // NaN stays NaN
       break;
     case kActLeakyRelu:
 #pragma GCC unroll 32

@@ -151,6 +151,7 @@ static void TestFuseDense(std::mt19937& g) {
   auto& d = Add<DenseKernel>(p, "mm", {x}, {t});
   d.K = K;
   d.N = N;
+  d.in_rank = 2;
   d.w = Rand(K * N, g);
   Add<BinaryKernel>(p, "add", {t, b}, {u}).op = kBinAdd;
   Add<UnaryKernel>(p, "relu", {u}, {y}).act = kActRelu;

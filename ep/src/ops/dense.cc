@@ -25,12 +25,14 @@ void LowerDense(const OrtNode* n, Plan& p) {
   if (!gemm) {
     auto sh = Shape(ins[0]);
     if (!sh || sh->empty()) Unsupported("MatMul input of unknown or zero rank");
+    s->in_rank = static_cast<int64_t>(sh->size());
     s->K = w.shape[0];
     s->N = w.shape[1];
     s->w = std::move(w.f);
   } else {
     auto sh = Shape(ins[0]);
     if (!sh || sh->size() != 2) Unsupported("Gemm input A is not 2-D");
+    s->in_rank = 2;
     if (AttrInt(n, "transA", 0) != 0) Unsupported("Gemm with transA=1");
     bool tb = AttrInt(n, "transB", 0) != 0;
     float alpha = AttrFloat(n, "alpha", 1.0f);
@@ -101,7 +103,10 @@ bool FuseOnce(Plan& p) {
       int other = s->in[0] == v ? s->in[1] : s->in[0];
       if (other == v || !p.values[other].is_const) continue;
       const ConstTensor& c = p.values[other].c;
-      bool row = c.size() == d->N && (c.shape.size() == 1 || (c.shape.size() == 2 && c.shape[0] == 1));
+      // A row of N, of a rank the output has already: a [1, N] Add after a 1-D MatMul makes
+      // its output [1, N], which a folded bias would not.
+      bool row = c.size() == d->N && (c.shape.size() == 1 || (c.shape.size() == 2 && c.shape[0] == 1)) &&
+                 static_cast<int64_t>(c.shape.size()) <= d->in_rank;
       if (!row) continue;
       if (d->bias.empty()) d->bias.assign(d->N, 0.0f);
       for (int64_t j = 0; j < d->N; j++) d->bias[j] += c.f[j];

@@ -24,6 +24,7 @@ struct DenseKernel : Kernel {
   void PrepareHost() override;
 
   int64_t K = 0, N = 0;
+  int64_t in_rank = 0;         // the input's rank at lowering (MatMul: any; Gemm: 2)
   std::vector<float> w, bias;  // W [K][N] (Gemm's alpha and transB folded), bias [N] (empty: none)
   int32_t act = kActNone;      // an Act fused in
   float a = 0, b = 0;          // the activation's parameters (LeakyRelu alpha, Clip min/max)

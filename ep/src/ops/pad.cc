@@ -39,7 +39,9 @@ void PadKernel::Infer(InferContext& c) const {
   if (pads.size() != 2 * x.size()) c.Fail("pads are not two per dimension");
   std::vector<int64_t> o(x.size());
   for (size_t d = 0; d < x.size(); d++) {
-    o[d] = x[d] + pads[d] + pads[x.size() + d];
+    if (!CheckedAdd(x[d], pads[d], &o[d]) || !CheckedAdd(o[d], pads[x.size() + d], &o[d])) {
+      c.Fail("pads overflow the dimension");
+    }
     if (o[d] < 0) c.Fail("pads crop more than the dimension holds");
   }
   c.set_shape(out[0], std::move(o));

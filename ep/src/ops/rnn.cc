@@ -106,7 +106,13 @@ void RnnKernel::Infer(InferContext& c) const {
     if (out[i] >= 0) c.set_shape(out[i], {D, B, H});
   // The host loop's scratch, then (reverse or two directions) each direction's h and c.
   const bool forward_only = D == 1 && !dirs[0].reverse;
-  c.scratch = std::max(c.scratch, RnnScratch(Gates(), H, B) + (forward_only ? 0 : 2 * D * B * H));
+  // Per row: the host loop's gates, h and c (RnnScratch), and the directions' states; all from
+  // constants but B, which CheckedNumElements has bounded (X's elements), so only the product
+  // can overflow.
+  const int64_t per_row = RnnScratch(Gates(), H, 1) + (forward_only ? 0 : 2 * D * H);
+  int64_t total = 0;
+  if (!CheckedMul(B, per_row, &total) || total > kMaxElements) c.Fail("the scratch of a batch this large overflows");
+  c.scratch = std::max(c.scratch, total);
 }
 
 namespace {
