@@ -49,11 +49,11 @@ native-test: onnxruntime native
 nvrtc:
 	bash scripts/install-nvrtc.sh
 
-# Debian's nats-server, when missing: the scale-out tests also run against a separately
-# installed server (scaleout/external_test.go).
+# The external NATS broker the scale-out tests also run against (scaleout/external_test.go),
+# built from the nats-server module the embedded broker already uses, into the build folder:
+# nothing is installed system-wide (no user, no service).
 nats-server:
-	@command -v nats-server >/dev/null || \
-		{ apt-get update && apt-get install -y --no-install-recommends nats-server; }
+	$(GO) build -o $(BUILD_DIR)/bin/nats-server github.com/nats-io/nats-server/v2
 
 # cmake and g++ from Debian's packages, when missing.
 native-tools:

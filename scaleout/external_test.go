@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,13 +14,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestExternalServer runs the publisher, consumer, policy store and status against a separately
-// installed nats-server (Debian's package, 2.9.10), so that we know we are not only compatible
-// with our own embedded server.
+// TestExternalServer runs the publisher, consumer, policy store and status against a
+// nats-server in its own process, as a deployment runs one: NATS_SERVER_BIN, else the one `make
+// nats-server` builds into build/bin from the module the embedded broker uses, else one on
+// PATH.
 func TestExternalServer(t *testing.T) {
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		t.Skip("nats-server is not installed (Debian: apt-get install nats-server)")
+	bin := externalServer()
+	if bin == "" {
+		t.Skip("no nats-server: run `make nats-server` (builds build/bin/nats-server) or set NATS_SERVER_BIN")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,4 +93,20 @@ func TestExternalServer(t *testing.T) {
 	if err != nil || st.Messages != 0 || len(st.Samplers) != 1 || len(st.Policies) != 1 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
+}
+
+// externalServer finds the nats-server binary TestExternalServer starts, or "".
+func externalServer() string {
+	if b := os.Getenv("NATS_SERVER_BIN"); b != "" {
+		return b
+	}
+	if b, err := filepath.Abs(filepath.Join("..", "build", "bin", "nats-server")); err == nil {
+		if _, err := os.Stat(b); err == nil {
+			return b
+		}
+	}
+	if b, err := exec.LookPath("nats-server"); err == nil {
+		return b
+	}
+	return ""
 }
