@@ -255,3 +255,119 @@ void Activations(const Epilogue& e, const float* in, float* out, int64_t n) {
 }
 
 }  // namespace onnxrl_ep
+
+namespace onnxrl_ep {
+
+namespace {
+
+using namespace simd;
+
+// GatherTile is Tile with row r of the left matrix read in place at rows[r][off[k]], and the
+// result stored transposed: column j of the tile to out[j * ldo + r].
+template <typename V, int MR, int NV>
+ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const int64_t* off, int64_t K, const float* w,
+                                     int64_t pstride, const float* bias, const Epilogue& e, float* out, int64_t ldo,
+                                     int64_t ncols) {
+  constexpr int L = Lanes<V>, C = kPanel / L, NC = NV * C;
+  V acc[MR * NC];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; c++) {
+    V b = Load<V>(bias + (c / C) * kPanel + (c % C) * L);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) acc[r * NC + c] = b;
+  }
+  const float* base[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; r++) base[r] = rows[r];
+  for (int64_t k = 0; k < K; k++) {
+    const int64_t o = off[k];
+    V wv[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; c++) wv[c] = Load<V>(w + (c / C) * pstride + k * kPanel + (c % C) * L);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; r++) {
+      const float s = base[r][o];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; c++) acc[r * NC + c] += s * wv[c];
+    }
+  }
+  Activate(acc, MR * NC, e);
+  for (int r = 0; r < MR; r++) {
+    float row[NV * kPanel];
+    for (int c = 0; c < NC; c++) Store<V>(row + c * L, acc[r * NC + c]);
+    for (int64_t j = 0; j < ncols; j++) out[j * ldo + r] = row[j];
+  }
+}
+
+template <typename V, int MR, int NV>
+ONNXRL_ALWAYS_INLINE void GatherRows(const float* const* rows, const int64_t* off, int64_t M, int64_t K,
+                                     const float* w, int64_t pstride, const float* bias, const Epilogue& e, float* out,
+                                     int64_t ldo, int64_t ncols) {
+  int64_t m = 0;
+  for (; m + MR <= M; m += MR) GatherTile<V, MR, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols);
+  switch (M - m) {
+#define ONNXRL_REST(R)                                                                                     \
+  case R:                                                                                                  \
+    if constexpr (R < MR) GatherTile<V, R, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols); \
+    break;
+    ONNXRL_REST(1)
+    ONNXRL_REST(2)
+    ONNXRL_REST(3)
+    ONNXRL_REST(4)
+    ONNXRL_REST(5)
+    ONNXRL_REST(6)
+    ONNXRL_REST(7)
+#undef ONNXRL_REST
+    default:
+      break;
+  }
+}
+
+template <typename V, int MR, int NV>
+ONNXRL_ALWAYS_INLINE void GatherBlocked(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w,
+                                        const Epilogue& e, float* out, int64_t ldo) {
+  const int64_t K = w.K, pstride = K * kPanel, panels = w.panels;
+  int64_t p = 0;
+  for (; p + NV <= panels; p += NV) {
+    GatherRows<V, MR, NV>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, out + p * kPanel * ldo, ldo,
+                          std::min(w.N, (p + NV) * kPanel) - p * kPanel);
+  }
+  for (; p < panels; p++) {
+    GatherRows<V, MR, 1>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, out + p * kPanel * ldo, ldo,
+                         std::min(w.N, (p + 1) * kPanel) - p * kPanel);
+  }
+}
+
+void GatherPortable(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
+                    float* out, int64_t ldo) {
+  GatherBlocked<V4, 3, 1>(rows, off, M, w, e, out, ldo);
+}
+#if defined(ONNXRL_X86_ISAS)
+ONNXRL_TARGET_AVX2 void GatherAvx2(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w,
+                                   const Epilogue& e, float* out, int64_t ldo) {
+  GatherBlocked<V8, 6, 1>(rows, off, M, w, e, out, ldo);
+}
+ONNXRL_TARGET_AVX512 void GatherAvx512(const float* const* rows, const int64_t* off, int64_t M,
+                                       const PackedWeights& w, const Epilogue& e, float* out, int64_t ldo) {
+  GatherBlocked<V16, 8, 2>(rows, off, M, w, e, out, ldo);
+}
+#endif
+
+}  // namespace
+
+void GemmGatherT(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
+                 float* out, int64_t ldo) {
+  if (M <= 0 || w.N <= 0) return;
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return GatherAvx512(rows, off, M, w, e, out, ldo);
+    case IsaLevel::kAvx2:
+      return GatherAvx2(rows, off, M, w, e, out, ldo);
+#endif
+    default:
+      return GatherPortable(rows, off, M, w, e, out, ldo);
+  }
+}
+
+}  // namespace onnxrl_ep

@@ -5,6 +5,7 @@
 
 #include "../lower_util.h"
 #include "nn.h"
+#include "ops.h"
 #include "../cuda/device_args.h"
 #include "../cuda/device_context.h"
 
@@ -88,43 +89,67 @@ void LowerConv(const OrtNode* n, Plan& p) {
 
 const OpRegistrar kRegistrar({"Conv"}, LowerConv);
 
-// Im2Col unfolds one group of one image, x [Cg][H][W], into col [Cg*KH*KW][OH*OW]: row
-// (c, kh, kw) holds the input each output position multiplies with that weight (0 in the pads).
-void Im2Col(const float* x, int64_t Cg, int64_t H, int64_t W, const Window2d& k, int64_t OH, int64_t OW, float* col) {
-  for (int64_t c = 0; c < Cg; c++) {
-    const float* xc = x + c * H * W;
-    for (int64_t kh = 0; kh < k.kh; kh++) {
-      for (int64_t kw = 0; kw < k.kw; kw++) {
-        float* row = col + ((c * k.kh + kh) * k.kw + kw) * OH * OW;
-        const int64_t dx = kw * k.dw - k.pl;
-        for (int64_t oh = 0; oh < OH; oh++) {
-          float* dst = row + oh * OW;
-          const int64_t ih = oh * k.sh - k.pt + kh * k.dh;
-          if (ih < 0 || ih >= H) {
-            std::memset(dst, 0, OW * sizeof(float));
-            continue;
-          }
-          const float* src = xc + ih * W;
-          if (k.sw == 1 && dx >= 0 && dx + OW <= W) {
-            std::memcpy(dst, src + dx, OW * sizeof(float));
-            continue;
-          }
-          for (int64_t ow = 0; ow < OW; ow++) {
-            const int64_t iw = ow * k.sw + dx;
-            dst[ow] = iw >= 0 && iw < W ? src[iw] : 0.0f;
-          }
+// PatchRows unfolds rows [p0, p1) of one group of one image, x [Cg][H][W]: row p (output
+// position p / OW, p % OW) gets the Cg*KH*KW inputs its window multiplies, in the weight's (c,
+// kh, kw) order, 0 in the pads; rows are Cg*KH*KW floats apart. KW is the kernel's width when
+// known at compile time (the common small ones, so that a row of the window is one or two
+// vector moves), else 0.
+template <int KW>
+void PatchRows(const float* x, int64_t Cg, int64_t H, int64_t W, const Window2d& k, int64_t OW, int64_t p0,
+               int64_t p1, float* rows) {
+  const int64_t kw = KW > 0 ? KW : k.kw, K = Cg * k.kh * kw;
+  int64_t oh = p0 / OW, ow = p0 % OW;
+  for (int64_t p = p0; p < p1; p++) {
+    float* row = rows + (p - p0) * K;
+    const int64_t h0 = oh * k.sh - k.pt, w0 = ow * k.sw - k.pl;
+    // inside: the window's columns are contiguous and within the input.
+    const bool inside = k.dw == 1 && w0 >= 0 && w0 + kw <= W;
+    for (int64_t c = 0; c < Cg; c++) {
+      const float* xc = x + c * H * W;
+      for (int64_t a = 0; a < k.kh; a++, row += kw) {
+        const int64_t ih = h0 + a * k.dh;
+        if (ih < 0 || ih >= H) {
+          for (int64_t b = 0; b < kw; b++) row[b] = 0.0f;
+          continue;
+        }
+        const float* src = xc + ih * W;
+        if (inside) {
+          std::memcpy(row, src + w0, kw * sizeof(float));  // KW > 0: one or two vector moves
+          continue;
+        }
+        for (int64_t b = 0; b < kw; b++) {
+          const int64_t iw = w0 + b * k.dw;
+          row[b] = iw >= 0 && iw < W ? src[iw] : 0.0f;
         }
       }
     }
+    if (++ow == OW) {
+      ow = 0;
+      oh++;
+    }
+  }
+}
+
+using PatchFn = void (*)(const float*, int64_t, int64_t, int64_t, const Window2d&, int64_t, int64_t, int64_t,
+                         float*);
+
+// PatchFor picks PatchRows' form for a kernel width.
+PatchFn PatchFor(int64_t kw) {
+  switch (kw) {
+    case 1: return PatchRows<1>;
+    case 2: return PatchRows<2>;
+    case 3: return PatchRows<3>;
+    case 4: return PatchRows<4>;
+    case 5: return PatchRows<5>;
+    case 7: return PatchRows<7>;
+    case 8: return PatchRows<8>;
+    default: return PatchRows<0>;
   }
 }
 
 }  // namespace
 
-bool ConvKernel::Pointwise() const {
-  return win.kh == 1 && win.kw == 1 && win.sh == 1 && win.sw == 1 && win.pt == 0 && win.pl == 0 && win.pb == 0 &&
-         win.pr == 0;
-}
+bool ConvKernel::Padded() const { return win.pt != 0 || win.pl != 0 || win.pb != 0 || win.pr != 0; }
 
 void ConvKernel::Infer(InferContext& c) const {
   const auto& x = c.in_shape(0);
@@ -132,35 +157,78 @@ void ConvKernel::Infer(InferContext& c) const {
   int64_t OH = win.OutH(x[2]), OW = win.OutW(x[3]);
   if (OH < 0 || OW < 0) c.Fail("the input is smaller than the dilated kernel");
   c.set_shape(out[0], {x[0], OC, OH, OW});
-  if (!Pointwise()) c.scratch = std::max(c.scratch, (C / group) * win.kh * win.kw * OH * OW);
+  // aux: where each (c, kh, kw) of a window is, from the window's first input (unpadded), or
+  // from the start of its row of patches (padded).
+  const int64_t Cg = C / group, H = x[2], W = x[3];
+  auto& off = c.aux();
+  off.resize(Cg * win.kh * win.kw);
+  for (int64_t ch = 0, k = 0; ch < Cg; ch++)
+    for (int64_t a = 0; a < win.kh; a++)
+      for (int64_t b = 0; b < win.kw; b++, k++) off[k] = Padded() ? k : (ch * H + a * win.dh) * W + b * win.dw;
+}
+
+void ConvKernel::PrepareHost() {
+  if (!packed.empty()) return;  // prepared already
+  const int64_t Cg = C / group, OCg = OC / group, Kg = Cg * win.kh * win.kw;
+  // W_g^T [Kg][OCg]: column o of group g is output channel g * OCg + o's weights.
+  std::vector<float> wt(Kg * OCg);
+  for (int64_t g = 0; g < group; g++) {
+    for (int64_t o = 0; o < OCg; o++)
+      for (int64_t k = 0; k < Kg; k++) wt[k * OCg + o] = w[(g * OCg + o) * Kg + k];
+    packed.push_back(PackedWeights::Pack(wt.data(), Kg, OCg, OCg, bias.empty() ? nullptr : bias.data() + g * OCg));
+  }
 }
 
 void ConvKernel::Host(ExecContext& c) const {
+  if (packed.empty()) throw Error{"node " + node + ": the host executor did not prepare this step"};
   const auto& x = c.shape(in[0]);
   const auto& y = c.shape(out[0]);
-  const int64_t N = x[0], H = x[2], W = x[3], OH = y[2], OW = y[3], OHW = OH * OW;
+  const int64_t N = x[0], H = x[2], W = x[3], OW = y[3], OHW = y[2] * OW;
   const int64_t Cg = C / group, OCg = OC / group, Kg = Cg * win.kh * win.kw;
+  if (N == 0 || OHW == 0) return;
   const float* px = c.CF(in[0]);
   float* py = c.F(out[0]);
-  float* col = c.scratch();
-  const bool pointwise = Pointwise();
-  if (OHW == 0) return;
-  for (int64_t n = 0; n < N; n++) {
-    for (int64_t g = 0; g < group; g++) {
-      const float* xg = px + (n * C + g * Cg) * H * W;
-      float* yg = py + (n * OC + g * OCg) * OHW;
-      if (!pointwise) Im2Col(xg, Cg, H, W, win, OH, OW, col);
-      // yg [OCg][OHW] = Wg [OCg][Kg] @ col [Kg][OHW].
-      HostDense(w.data() + g * OCg * Kg, OCg, Kg, pointwise ? xg : col, OHW, nullptr, kActNone, 0, 0, yg);
-      if (!bias.empty()) {
-        for (int64_t o = 0; o < OCg; o++) {
-          const float b = bias[g * OCg + o];
-          float* row = yg + o * OHW;
-          for (int64_t i = 0; i < OHW; i++) row[i] += b;
+  const int64_t* off = c.aux().data();
+  const bool padded = Padded();
+  Epilogue e;
+  e.act = act;
+  e.a = a;
+  e.b = b;
+  // Tasks: tiles of an image's output positions, per group, of about equal size (gemm.h,
+  // RowsPerTask), so that one image spreads over the threads too; at least 16 rows each (or the
+  // image), as RowsPerTask gives a single row to a wide layer, which the micro-kernel multiplies
+  // at an eighth of its speed.
+  const int64_t most = std::max(RowsPerTask(Kg * OCg, OHW), std::min<int64_t>(16, OHW));
+  const int64_t tiles = (OHW + most - 1) / most;
+  const int64_t rows = (OHW + tiles - 1) / tiles;
+  const PatchFn patches = PatchFor(win.kw);
+  auto task = [&](size_t t) {
+    const int64_t tile = static_cast<int64_t>(t) % tiles, ng = static_cast<int64_t>(t) / tiles;
+    const int64_t n = ng / group, g = ng % group;
+    const int64_t p0 = tile * rows, p1 = std::min(OHW, p0 + rows), m = p1 - p0;
+    const float* xg = px + (n * C + g * Cg) * H * W;
+    // This thread's buffers, grown only when needed: where each row of the tile's windows
+    // starts, and (padded) the tile's patches [m][Kg].
+    thread_local std::vector<const float*> starts;
+    thread_local std::vector<float> patch;
+    if (starts.size() < static_cast<size_t>(m)) starts.resize(m);
+    if (padded) {
+      if (patch.size() < static_cast<size_t>(m * Kg)) patch.resize(m * Kg);
+      patches(xg, Cg, H, W, win, OW, p0, p1, patch.data());
+      for (int64_t i = 0; i < m; i++) starts[i] = patch.data() + i * Kg;
+    } else {
+      int64_t oh = p0 / OW, ow = p0 % OW;
+      for (int64_t i = 0; i < m; i++) {
+        starts[i] = xg + oh * win.sh * W + ow * win.sw;
+        if (++ow == OW) {
+          ow = 0;
+          oh++;
         }
       }
     }
-  }
+    GemmGatherT(starts.data(), off, m, packed[g], e, py + (n * OC + g * OCg) * OHW + p0, OHW);
+  };
+  c.ParallelFor(static_cast<size_t>(N * group * tiles), task);
 }
 
 void ConvKernel::Device(DeviceContext& c) const {
@@ -171,6 +239,37 @@ void ConvKernel::Device(DeviceContext& c) const {
   long long n = NumElements(y);
   cu::CUdeviceptr px = c.ptr(in[0]), pw = c.Resident(w), pb = c.Resident(bias), py = c.ptr(out[0]);
   c.Elementwise("onnxrl_conv", n, {&px, &pw, &pb, &py, &n, &geo, &k});
+  if (act != kActNone) {
+    int code = act;
+    float pa = a, pb2 = b;
+    c.Elementwise("onnxrl_unary", n, {&py, &py, &n, &code, &pa, &pb2});
+  }
+}
+
+bool FuseIntoConv(Plan& p) {
+  for (size_t i = 0; i < p.steps.size(); i++) {
+    auto* conv = dynamic_cast<ConvKernel*>(p.steps[i].get());
+    if (conv == nullptr || conv->act != kActNone || p.values[conv->out[0]].output >= 0) continue;
+    size_t readers = 0, at = 0;
+    for (size_t j = 0; j < p.steps.size(); j++)
+      for (int v : p.steps[j]->in)
+        if (v == conv->out[0]) {
+          readers++;
+          at = j;
+        }
+    if (readers != 1) continue;
+    auto* u = dynamic_cast<UnaryKernel*>(p.steps[at].get());
+    if (u == nullptr || (u->act != kActRelu && u->act != kActLeakyRelu && u->act != kActTanh &&
+                         u->act != kActSigmoid && u->act != kActClip && u->act != kActGelu))
+      continue;
+    conv->act = u->act;
+    conv->a = u->a;
+    conv->b = u->b;
+    conv->out = u->out;
+    p.steps.erase(p.steps.begin() + at);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace onnxrl_ep

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../lower_util.h"
+#include "nn.h"
 #include "ops.h"
 #include "../cuda/device_args.h"
 #include "../cuda/device_context.h"
@@ -245,7 +246,7 @@ std::map<size_t, DenseGroup> FindDenseGroups(const Plan& p, size_t max_layers, s
 
 void Fuse(Plan& p) {
   FuseGelu(p);
-  while (FuseOnce(p) || FuseIntoLayerNorm(p)) {
+  while (FuseOnce(p) || FuseIntoLayerNorm(p) || FuseIntoConv(p)) {
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../gemm.h"
 #include "../host.h"
 #include "../kernel.h"
 
@@ -31,23 +32,35 @@ struct Window2d {
 // strides, dilations and pads; it refuses auto_pad other than NOTSET and anything not 2-D.
 Window2d ReadWindow(const OrtNode* n, int64_t kh, int64_t kw);
 
-// ConvKernel (Conv, 2-D NCHW): y[n][oc] = bias[oc] + sum over the group's channels and the
-// window of x * w. Host: each image's group unfolded into scratch [Cg*KH*KW][OH*OW] (im2col;
-// none for a 1x1 kernel of stride 1 without pads), multiplied by the group's weight rows with
-// HostDense.
+// ConvKernel (Conv, 2-D NCHW): y[n][oc] = act(bias[oc] + sum over the group's channels and the
+// window of x * w). Host: each group's weights packed once as W_g^T [Cg*KH*KW][OCg] with its
+// bias (PrepareHost); tiles of an image's output positions, spread over the session's threads,
+// are multiplied with them by GemmGatherT (gemm.h), which reads each position's window in place
+// through the offsets in run.aux (unpadded; padded: from rows of patches unfolded into a
+// thread's buffer), applies bias and activation in registers and stores NCHW.
 struct ConvKernel : Kernel {
   const char* Kind() const override { return "Conv"; }
   void Infer(InferContext& c) const override;
   void Host(ExecContext& c) const override;
   void Device(DeviceContext& c) const override;
-  // Pointwise: a 1x1 kernel of stride 1 without pads reads the image as its own unfolding.
-  bool Pointwise() const;
+  // PrepareHost packs each group's weights and bias (w and bias are kept: the CUDA backend's
+  // and the tests' form).
+  void PrepareHost() override;
+  // Padded: any pad, so that windows are unfolded into patches rather than read in place.
+  bool Padded() const;
 
   int64_t C = 0, OC = 0, group = 1;
   Window2d win;
   std::vector<float> w;     // [OC][C/group][KH][KW], ONNX's layout
   std::vector<float> bias;  // [OC]; empty: none
+  int32_t act = kActNone;   // an activation fused in (FuseIntoConv)
+  float a = 0, b = 0;       // its parameters
+  std::vector<PackedWeights> packed;  // per group, the host backend's form (PrepareHost)
 };
+
+// FuseIntoConv folds an activation (one Gemm's epilogue applies) that is the only reader of a
+// Conv's output into it, once; true when it did (ops/conv.cc, called by Fuse).
+bool FuseIntoConv(Plan& p);
 
 // PoolKernel (MaxPool, AveragePool, 2-D NCHW). Padding never wins a max; an average divides by
 // the window's elements within the input, or with count_include_pad by the kernel's size (as the
