@@ -62,14 +62,18 @@ struct ConvKernel : Kernel {
 // Conv's output into it, once; true when it did (ops/conv.cc, called by Fuse).
 bool FuseIntoConv(Plan& p);
 
-// PoolKernel (MaxPool, AveragePool, 2-D NCHW). Padding never wins a max; an average divides by
-// the window's elements within the input, or with count_include_pad by the kernel's size (as the
-// CPU provider does, also for a ceil_mode window that reaches past the padded input).
+// PoolKernel (MaxPool, AveragePool, 2-D NCHW); host: runs of planes over the session's
+// threads. Padding never wins a max; an average divides by the window's elements within the
+// input, or with count_include_pad by the kernel's size (as the CPU provider does, also for a
+// ceil_mode window that reaches past the padded input).
 struct PoolKernel : Kernel {
   const char* Kind() const override { return "Pool"; }
   void Infer(InferContext& c) const override;
   void Host(ExecContext& c) const override;
   void Device(DeviceContext& c) const override;
+
+  // Planes pools planes [p0, p1) of x [planes][H][W] into y [planes][OH][OW].
+  void Planes(const float* x, float* y, int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t OH, int64_t OW) const;
 
   bool max = true;
   bool include_pad = false;  // AveragePool's count_include_pad

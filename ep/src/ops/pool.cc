@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "../gemm.h"
 #include "../lower_util.h"
 #include "nn.h"
 #include "../cuda/device_args.h"
@@ -55,7 +56,18 @@ void PoolKernel::Host(ExecContext& c) const {
   const int64_t planes = x[0] * x[1], H = x[2], W = x[3], OH = y[2], OW = y[3];
   const float* px = c.CF(in[0]);
   float* py = c.F(out[0]);
-  for (int64_t pl = 0; pl < planes; pl++) {
+  // Tasks: runs of whole planes, about 2^19 window reads each (gemm.h, RowsPerTask).
+  const int64_t per = RowsPerTask(OH * OW * win.kh * win.kw, planes);
+  auto task = [&](size_t t) {
+    const int64_t p0 = static_cast<int64_t>(t) * per;
+    Planes(px, py, p0, std::min(planes, p0 + per), H, W, OH, OW);
+  };
+  c.ParallelFor(static_cast<size_t>((planes + per - 1) / per), task);
+}
+
+void PoolKernel::Planes(const float* px, float* py, int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t OH,
+                        int64_t OW) const {
+  for (int64_t pl = p0; pl < p1; pl++) {
     const float* xp = px + pl * H * W;
     float* yp = py + pl * OH * OW;
     for (int64_t oh = 0; oh < OH; oh++) {
