@@ -59,10 +59,12 @@ void Activations(const Epilogue& e, const float* in, float* out, int64_t n);
 
 // RowsPerTask is how many of M rows one task of a parallel loop takes when each row costs
 // macs multiply-adds: enough that a task outweighs handing it to a thread (about 2^19
-// multiply-adds, ten microseconds), a multiple of 16 rows, and at least 1.
+// multiply-adds, ten microseconds), and a multiple of 16 rows, at least 16 (a wide layer, such
+// as a CNN's 3136 x 512 Linear, got one row per task, so its multiply ran one-row tiles), or M
+// when fewer.
 inline int64_t RowsPerTask(int64_t macs, int64_t M) {
   int64_t want = (int64_t{1} << 19) / (macs > 0 ? macs : 1);
-  want = (want + 15) / 16 * 16;
+  want = want < 16 ? 16 : (want + 15) / 16 * 16;
   if (want > M) want = M;
   return want > 0 ? want : 1;
 }
