@@ -44,9 +44,9 @@ var (
 	quickDuration = 300 * time.Millisecond
 )
 
-func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
+func parseBenchFlags(args []string, stdout io.Writer) (*benchFlags, error) {
 	f := &benchFlags{}
-	fs := newFlags("bench", benchArgs, stderr)
+	fs := newFlags("bench", benchArgs, stdout)
 	envs := fs.String("envs", benchEnvs, "environments, comma-separated")
 	modelList := fs.String("models", "default", "policies, comma-separated: 'default' (each env's bundled policy: the MLPs, and the LSTM for StatelessCartPole), a bundled name, an .onnx path, or 'random'")
 	numEnvs := fs.String("num-envs", benchNumEnvs, "sub-environments, comma-separated")
@@ -203,7 +203,7 @@ func (f *benchFlags) matrix() ([]bench.Config, map[bench.Config]string, error) {
 var errInterrupted = errors.New("interrupted")
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	f, err := parseBenchFlags(args, stderr)
+	f, err := parseBenchFlags(args, stdout)
 	if err != nil {
 		return err
 	}

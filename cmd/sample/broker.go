@@ -15,7 +15,7 @@ const brokerArgs = "[--listen HOST:PORT] [--store DIR] [--token T] [--max-payloa
 
 // runBroker runs the embedded NATS server alone until SIGINT or SIGTERM.
 func runBroker(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("broker", brokerArgs, stderr)
+	fs := newFlags("broker", brokerArgs, stdout)
 	listen := fs.String("listen", "127.0.0.1:4222", "address to listen on (a token is required beyond loopback)")
 	store := fs.String("store", "nats-store", "directory of JetStream's files")
 	token := fs.String("token", "", "token every client must give")

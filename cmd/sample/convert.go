@@ -15,7 +15,7 @@ const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|pa
 // JsonReader) to Parquet (its offline data API) and back, batch by batch. Several inputs (the
 // rotated files of one run) go into one output; the metadata of Parquet inputs is kept.
 func runConvert(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("convert", convertArgs, stderr)
+	fs := newFlags("convert", convertArgs, stdout)
 	var of outputFlags
 	of.register(fs)
 	from := fs.String("from", "auto", "input format: parquet, json, or auto (from each input's extension)")
@@ -28,6 +28,9 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return usagef("want at least one input and an output: sample convert %s", convertArgs)
 	}
 	ins, out := pos[:len(pos)-1], pos[len(pos)-1]
+	if err := of.checkOut("output", out); err != nil {
+		return err
+	}
 	inFormat, err := output.ParseFormat(*from)
 	if err != nil {
 		return usagef("--from: %v", err)

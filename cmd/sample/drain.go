@@ -44,6 +44,11 @@ type drainSummary struct {
 	// (they are acknowledged, not written).
 	Duplicates int64    `json:"duplicates"`
 	Out        []string `json:"out"`
+	// Journal is the drain's journal, OUT.ids: the ids of the messages in the files, so that
+	// a later drain into the same --out skips those the server delivers again (see
+	// drainJournal). It stays beside the files; it is removed when nothing was ever
+	// written to it.
+	Journal string `json:"journal,omitempty"`
 }
 
 // runDrain consumes a run's stream into files: segment after segment, each segment one file
@@ -54,10 +59,10 @@ type drainSummary struct {
 // files and no message is in them twice.
 func runDrain(args []string, stdout, stderr io.Writer) error {
 	f := &drainFlags{}
-	fs := newFlags("drain", drainArgs, stderr)
+	fs := newFlags("drain", drainArgs, stdout)
 	f.nats.register(fs)
 	f.output.register(fs)
-	fs.StringVar(&f.out, "out", "", "output file: Parquet for .parquet, JSON lines otherwise (see --format); later segments are numbered FILE-000001...")
+	fs.StringVar(&f.out, "out", "", "output file: Parquet for .parquet, JSON lines for .jsonl or .json (see --format), in a directory that exists; later segments are numbered FILE-000001...")
 	fs.StringVar(&f.durable, "durable", "drain", "durable consumer name: drains of one name share the messages")
 	fs.DurationVar(&f.idleExit, "idle-exit", 0, "stop once the stream has been empty this long (0: run until interrupted)")
 	fs.Int64Var(&f.maxRows, "max-rows", 0, "stop after the segment that reaches this many rows (0: no limit)")
@@ -84,6 +89,9 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	if err := f.nats.check(); err != nil {
 		return err
 	}
+	if err := f.output.checkOut("--out", f.out); err != nil {
+		return err
+	}
 	if _, err := f.output.options(0, nil); err != nil {
 		return err
 	}
@@ -106,14 +114,22 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	err = d.run(ctx)
-	err = errors.Join(err, d.journal.close())
+	kept, cerr := d.journal.close()
+	err = errors.Join(err, cerr)
+	if kept {
+		d.sum.Journal = d.journal.path
+	}
 	if f.jsonOut {
 		if e := json.NewEncoder(stdout).Encode(d.sum); e != nil {
 			err = errors.Join(err, e)
 		}
 	} else {
-		fmt.Fprintf(stdout, "drained run %s: %d messages, %d batches, %d rows, %d env steps into %v\n",
-			d.sum.Run, d.sum.Messages, d.sum.Batches, d.sum.Rows, d.sum.EnvSteps, d.sum.Out)
+		s := d.sum
+		fmt.Fprintf(stdout, "drained run %s: %s, %s, %s, %s into %v\n", s.Run, plural(s.Messages, "message", "messages"),
+			plural(s.Batches, "batch", "batches"), plural(s.Rows, "row", "rows"), plural(s.EnvSteps, "env step", "env steps"), s.Out)
+		if kept {
+			fmt.Fprintf(stdout, "journal %s: the ids of the messages in these files, for the next drain into --out %s to skip those delivered again (keep it with the files)\n", s.Journal, f.out)
+		}
 	}
 	return err
 }
@@ -133,6 +149,8 @@ type drainer struct {
 	ids     []string
 	started time.Time
 	begun   time.Time // when the drain started (--max-rate)
+	// serverDown: the server said it shuts down, and no message came since.
+	serverDown bool
 }
 
 func (d *drainer) run(ctx context.Context) error {
@@ -143,6 +161,16 @@ func (d *drainer) run(ctx context.Context) error {
 			return nil
 		}
 		msgs, err := d.c.Fetch(d.f.fetch, time.Second)
+		if errors.Is(err, jetstream.ErrServerShutdown) && ctx.Err() == nil {
+			// A server stopped on purpose (sample run --publish embedded, once its stream
+			// is drained; a broker restarted): not an error. The client reconnects if it
+			// comes back.
+			if !d.serverDown {
+				fmt.Fprintf(d.stderr, "sample drain: the NATS server shut down; waiting for it to come back %s\n", d.until())
+				d.serverDown = true
+			}
+			continue
+		}
 		if err != nil && ctx.Err() == nil {
 			// A lost connection or a restarting server: the client reconnects; try again.
 			fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
@@ -179,6 +207,7 @@ func (d *drainer) run(ctx context.Context) error {
 		}
 		if len(msgs) > 0 {
 			lastMsg = time.Now()
+			d.serverDown = false
 		}
 		idle := len(msgs) == 0
 		if (d.w != nil || len(d.pending) > 0) && (idle || time.Since(d.started) >= d.f.segmentTime) {
@@ -191,6 +220,14 @@ func (d *drainer) run(ctx context.Context) error {
 		}
 	}
 	return d.closeSegment()
+}
+
+// until says when a drain waiting for messages stops.
+func (d *drainer) until() string {
+	if d.f.idleExit > 0 {
+		return fmt.Sprintf("(--idle-exit: the drain stops once nothing has come for %v)", d.f.idleExit)
+	}
+	return "(until interrupted)"
 }
 
 // pace sleeps, with --max-rate, until the rows taken so far are no more than the rate allows

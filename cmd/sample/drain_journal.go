@@ -129,7 +129,18 @@ func (j *drainJournal) commit(name string, ids []string) error {
 	return nil
 }
 
-func (j *drainJournal) close() error { return j.f.Close() }
+// close closes the journal, and removes it when it is empty (no drain into this --out ever
+// committed a segment). kept reports whether it is still there.
+func (j *drainJournal) close() (kept bool, err error) {
+	fi, statErr := j.f.Stat()
+	if err := j.f.Close(); err != nil {
+		return true, err
+	}
+	if statErr == nil && fi.Size() == 0 {
+		return false, os.Remove(j.path)
+	}
+	return true, nil
+}
 
 // publishSegment renames a committed segment into place and syncs its directory (step 3).
 func publishSegment(name string) error {

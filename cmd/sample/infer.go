@@ -66,7 +66,7 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 }
 
 func runInfer(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("infer", "--model MODEL --input FILE [--device cpu|cuda:0|native]", stderr)
+	fs := newFlags("infer", "--model MODEL --input FILE [--device cpu|cuda:0|native]", stdout)
 	model := fs.String("model", "", "model: a path to an .onnx file or a bundled model name (required)")
 	input := fs.String("input", "", `JSON file {"inputs": {"<name>": {"shape": [...], "data": [...]}}}, or - for stdin (required)`)
 	device := fs.String("device", "cpu", "execution provider: cpu, cuda[:id], tensorrt[:id], native (the project's provider) or native:cuda[:id]")

@@ -51,7 +51,7 @@ type decisionJSON struct {
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "[--json] [--device DEVICE] MODEL | --list", stderr)
+	fs := newFlags("inspect", "[--json] [--device DEVICE] MODEL | --list", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	device := fs.String("device", "", "also open a session on this device (cpu, cuda[:N], tensorrt[:N], native, native:cuda[:N]) and show which provider runs which node")
 	list := fs.Bool("list", false, "list the bundled models")
@@ -124,7 +124,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\npolicy spec (explicit part from: %s)\n", p.Source)
 	for _, d := range p.Decisions {
 		v := d.Value
-		if v == "" {
+		switch {
+		case d.Role == "observation_space" && p.Spec.ObservationSpace != nil:
+			v = spaceText(p.Spec.ObservationSpace)
+		case d.Role == "action_space" && p.Spec.ActionSpace != nil:
+			v = spaceText(p.Spec.ActionSpace)
+		case v == "":
 			v = "-"
 		}
 		fmt.Fprintf(stdout, "  %-18s %s\n  %-18s   (%s)\n", d.Role, v, "", d.Reason)

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/onnxrl/sampler/env"
-	"github.com/onnxrl/sampler/spaces"
 )
 
 // listEnvs prints every registered environment with its spaces (from an instance made with
@@ -29,7 +28,7 @@ func listEnvs(w io.Writer) error {
 			kind = "single"
 		}
 		if err == nil {
-			obs, act = spaces.String(info.obs), spaces.String(info.act)
+			obs, act = spaceText(info.obs), spaceText(info.act)
 		}
 		model := defaultModels[name]
 		if model == "" {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // usageError marks errors that come from bad command-line use (exit status 2).
@@ -102,9 +103,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(stderr, "sample: unknown command %q%s\n", args[0], didYouMean(args[0], names))
-	usage(stderr)
+	fmt.Fprintf(stderr, "sample: unknown command %q%s; 'sample --help' lists the commands\n", args[0], didYouMean(args[0], names))
 	return 2
+}
+
+// plural is "1 worker", "2 workers": n with the word's form for that count.
+func plural[N int | int64 | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n) + " " + many
 }
 
 // oneLine keeps an error message on one line (runtime messages may hold newlines).
@@ -119,27 +127,35 @@ func oneLine(s string) string {
 	return string(out)
 }
 
-// newFlags makes a flag set that reports errors as values and prints usage to stderr.
-func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+// newFlags makes the flag set of sample NAME; args sums up its arguments in the usage line.
+// Only -h/--help prints the usage (to stdout, see parseFlags): a flag error is one line.
+func newFlags(name, args string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sample "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // the flag package's own error line and usage dump
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sample %s %s\n", name, args)
+		fmt.Fprintln(stdout, strings.TrimRight("usage: sample "+name+" "+args, " "))
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors. Flags may follow positional
-// arguments.
+// parseFlags parses args, flags may follow positional arguments. -h or --help prints the
+// usage and returns flag.ErrHelp (exit status 0); any other flag error becomes one usage
+// error line (see flagError).
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on errors too
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return nil, err
 			}
-			return nil, &usageError{err.Error() + suggestFlag(fs, err)}
+			return nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -112,7 +112,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no command", nil, 2, "usage"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
-		{"unknown flag", []string{"infer", "--modle", "x"}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"infer", "--modle", "x"}, 2, "unknown flag --modle; did you mean --model?"},
 		{"missing flags", []string{"infer", "--model", "cartpole_mlp"}, 2, "--model and --input are required"},
 		{"bad device", []string{"infer", "--model", "cartpole_mlp", "--input", good, "--device", "gpu"}, 2, `unknown device "gpu"`},
 		{"missing model", []string{"infer", "--model", "nope", "--input", good}, 1, "no bundled model of that name"},

@@ -141,7 +141,7 @@ func waitDrained(ctx context.Context, js jetstream.JetStream, run string, stderr
 			return nil
 		}
 		if !told {
-			fmt.Fprintf(stderr, "sample: sampling done; serving until the %d messages left are consumed (sample drain --run %s), or until interrupted\n", n, run)
+			fmt.Fprintf(stderr, "sample: sampling done; serving until a consumer has taken the %s left (sample drain --run %s), or until interrupted\n", plural(n, "message", "messages"), run)
 			told = true
 		}
 		select {

@@ -16,7 +16,7 @@ const publishPolicyArgs = "[--server URL] [--run NAME] [--policy ID] MODEL.onnx"
 // runPublishPolicy uploads a model as the next version of a policy and makes it current.
 func runPublishPolicy(args []string, stdout, stderr io.Writer) error {
 	var n natsFlags
-	fs := newFlags("publish-policy", publishPolicyArgs, stderr)
+	fs := newFlags("publish-policy", publishPolicyArgs, stdout)
 	n.register(fs)
 	policy := fs.String("policy", "default_policy", "policy id")
 	jsonOut := fs.Bool("json", false, "print the new version as JSON")

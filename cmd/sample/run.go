@@ -52,9 +52,9 @@ type runFlags struct {
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
 
-func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	f := &runFlags{}
-	fs := newFlags("run", runArgs, stderr)
+	fs := newFlags("run", runArgs, stdout)
 	fs.StringVar(&f.env, "env", "CartPole-v1", "registered environment name (see 'sample run --list-envs')")
 	fs.StringVar(&f.envConfig, "env-config", "", "environment config: a JSON object, or key=value,key=value (values may be JSON)")
 	fs.StringVar(&f.model, "model", "", "policy: an .onnx path, a bundled model name, or 'random' (default: the env's bundled policy)")
@@ -66,7 +66,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy, the mode)")
 	fs.BoolVar(&f.normalize, "normalize-actions", true, "map Box actions from [-1, 1] to the action space's bounds (RLlib's normalize_actions)")
 	fs.BoolVar(&f.clip, "clip-actions", false, "clip Box actions to the action space's bounds (RLlib's clip_actions)")
-	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) for .jsonl or .json (see --format); its directory must exist")
 	f.output.register(fs)
 	f.publish.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
@@ -127,6 +127,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.out != "" && f.publish.target != "" {
 		return nil, usagef("%v", errOutAndPublish)
+	}
+	if f.out != "" {
+		if err := f.output.checkOut("--out", f.out); err != nil {
+			return nil, err
+		}
 	}
 	if f.steps == 0 && f.episodes == 0 {
 		f.steps = 10000
@@ -373,7 +378,7 @@ type runSummary struct {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	f, err := parseRunFlags(args, stderr)
+	f, err := parseRunFlags(args, stdout)
 	if errors.Is(err, errListEnvs) {
 		return listEnvs(stdout)
 	}
@@ -513,7 +518,7 @@ func summarize(s *runSetup, elapsed time.Duration, totals *episodeTotals) runSum
 func printSummary(w io.Writer, s runSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("env", fmt.Sprintf("%s (%d sub-environments, %d workers)", s.Env, s.NumEnvs, s.Workers))
+	row("env", fmt.Sprintf("%s (%s, %s)", s.Env, plural(s.NumEnvs, "sub-environment", "sub-environments"), plural(s.Workers, "worker", "workers")))
 	row("model", fmt.Sprintf("%s (explore=%v)", s.Model, s.Explore))
 	row("env steps", fmt.Sprint(s.EnvSteps))
 	row("agent steps", fmt.Sprint(s.AgentSteps))
@@ -530,7 +535,7 @@ func printSummary(w io.Writer, s runSummary) {
 	row("per step (ms)", fmt.Sprintf("env wait %.4f  obs processing %.4f  inference %.4f  action processing %.4f",
 		s.Perf.MeanEnvWaitMs, s.Perf.MeanRawObsProcessingMs, s.Perf.MeanInferenceMs, s.Perf.MeanActionProcessingMs))
 	if len(s.Out) > 0 {
-		row("output", fmt.Sprintf("%s (%d batches, %d rows)", strings.Join(s.Out, ", "), s.Batches, s.Rows))
+		row("output", fmt.Sprintf("%s (%s, %s)", strings.Join(s.Out, ", "), plural(s.Batches, "batch", "batches"), plural(s.Rows, "row", "rows")))
 	}
 	if s.Interrupted {
 		row("interrupted", "yes (everything sampled so far was written)")

@@ -228,7 +228,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".jsonl")
+			out := filepath.Join(dir, strings.NewReplacer(" ", "_", "/", "_").Replace(c.name)+".jsonl")
 			code, _, errs := runCLI(append([]string{"run", "--out", out}, c.args...)...)
 			assert.Equal(t, c.code, code, errs)
 			assert.Contains(t, errs, c.want)

@@ -63,7 +63,7 @@ func runRuntime(args []string, stdout, stderr io.Writer) error {
 	case "install":
 		return runRuntimeInstall(args[1:], stdout, stderr)
 	case "path":
-		fs := newFlags("runtime path", "", stderr)
+		fs := newFlags("runtime path", "", stdout)
 		if _, err := parseFlags(fs, args[1:]); err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func runRuntime(args []string, stdout, stderr io.Writer) error {
 }
 
 func runRuntimeInstall(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runtime install", "[--from TARBALL] [--dir DIR]", stderr)
+	fs := newFlags("runtime install", "[--from TARBALL] [--dir DIR]", stdout)
 	from := fs.String("from", "", "install from this onnxruntime-node-"+inference.PinnedVersion+".tgz instead of downloading it from the npm registry")
 	dir := fs.String("dir", "", "install into this folder (default: the user cache, see 'sample runtime path')")
 	if _, err := parseFlags(fs, args); err != nil {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -38,21 +36,14 @@ type serveFlags struct {
 
 const serveArgs = "[--model M|random] [--addr 127.0.0.1:8900] [--explore=BOOL] [--out FILE] [--multi-agent] ..."
 
-// parseServeFlags parses the flags; flag errors are one line (no usage dump), -h prints the
-// usage.
-func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+// parseServeFlags parses the flags; flag errors are one line, -h prints the usage to stdout.
+func parseServeFlags(args []string, stdout io.Writer) (*serveFlags, error) {
 	f := &serveFlags{}
-	var help bytes.Buffer
-	fs := flag.NewFlagSet("sample serve", flag.ContinueOnError)
-	fs.SetOutput(&help)
-	fs.Usage = func() {
-		fmt.Fprintf(&help, "usage: sample serve %s\n\nServe a policy over HTTP to external simulators (see package externalenv/server for the API).\n\n", serveArgs)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("serve", serveArgs+"\n\nServe a policy over HTTP to external simulators (see package externalenv/server for the API).\n", stdout)
 	fs.StringVar(&f.model, "model", "cartpole_mlp", "policy: an .onnx path, a bundled model name, or 'random' (uniform random actions; needs --obs-space and --action-space)")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8900", "listen address host:port (port 0: any free port; the address is printed once listening)")
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy); /v1/act requests may override it")
-	fs.StringVar(&f.out, "out", "", "write the sample batches of the served episodes to this file: Parquet for .parquet, JSON lines (RLlib's offline format) otherwise (see --format)")
+	fs.StringVar(&f.out, "out", "", "write the sample batches of the served episodes to this file: Parquet for .parquet, JSON lines (RLlib's offline format) for .jsonl or .json (see --format); its directory must exist")
 	f.output.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.multiAgent, "multi-agent", false, "multi-agent episodes: observations, actions and rewards are objects keyed by agent id")
@@ -72,15 +63,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the action sampling")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	f.guard.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			stderr.Write(help.Bytes())
-			return nil, err
-		}
-		return nil, &usageError{err.Error()}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	if len(pos) > 0 {
+		return nil, usagef("unexpected argument %q", pos[0])
 	}
 	switch {
 	case f.maxEpisodes < 1:
@@ -108,6 +96,11 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	if _, err := inference.ParseDevice(f.device); err != nil {
 		return nil, usagef("--device: %v", err)
+	}
+	if f.out != "" {
+		if err := f.output.checkOut("--out", f.out); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -243,7 +236,7 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 }
 
 func runServe(args []string, stdout, stderr io.Writer) error {
-	f, err := parseServeFlags(args, stderr)
+	f, err := parseServeFlags(args, stdout)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ const statusArgs = "[--server URL] [--run NAME] [--json]"
 // runStatus prints a run's stream depth, consumer lag, policy versions and samplers.
 func runStatus(args []string, stdout, stderr io.Writer) error {
 	var n natsFlags
-	fs := newFlags("status", statusArgs, stderr)
+	fs := newFlags("status", statusArgs, stdout)
 	n.register(fs)
 	jsonOut := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseFlags(fs, args)

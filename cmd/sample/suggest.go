@@ -55,17 +55,21 @@ func editDistance(a, b string) int {
 	return d[len(a)][len(b)]
 }
 
-// suggestFlag is " (did you mean --X?)" for a flag parse error naming an unknown flag.
-func suggestFlag(fs *flag.FlagSet, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: ")
-	if !ok {
-		return ""
+// flagError turns an error of flag.FlagSet.Parse into a usage error: an unknown flag is
+// named with two dashes, as the docs write flags, with the closest defined flag when one is
+// near ("unknown flag --num-env; did you mean --num-envs?").
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		msg = "unknown flag --" + name
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if c, ok := closest(name, names); ok {
+			msg += "; did you mean --" + c + "?"
+		}
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		msg = "flag --" + strings.TrimLeft(name, "-") + " needs a value"
 	}
-	name = strings.TrimLeft(name, "-")
-	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if c, ok := closest(name, names); ok {
-		return " (did you mean --" + c + "?)"
-	}
-	return ""
+	return &usageError{msg}
 }

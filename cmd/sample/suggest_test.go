@@ -26,7 +26,7 @@ func TestFirstHour(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--env", "CartPol-v1"}, 2, `unknown environment "CartPol-v1" (did you mean CartPole-v1?)`},
-		{[]string{"run", "--num-env", "3"}, 2, "flag provided but not defined: -num-env (did you mean --num-envs?)"},
+		{[]string{"run", "--num-env", "3"}, 2, "sample run: unknown flag --num-env; did you mean --num-envs?\n"},
 		{[]string{"run", "--steps", "0"}, 2, "--steps 0: want at least 1"},
 		{[]string{"run", "--episodes", "0"}, 2, "--episodes 0: want at least 1"},
 		{[]string{"rnu"}, 2, `unknown command "rnu" (did you mean run?)`},

@@ -38,7 +38,7 @@ type workerFlags struct {
 // tagged with the version of the model that filled it.
 func runWorker(args []string, stdout, stderr io.Writer) error {
 	f := &workerFlags{}
-	fs := newFlags("worker", workerArgs, stderr)
+	fs := newFlags("worker", workerArgs, stdout)
 	f.nats.register(fs)
 	fs.StringVar(&f.policy, "policy", "default_policy", "policy id in the run's policy bucket")
 	fs.StringVar(&f.sampler, "sampler", "", "this sampler's name (default: host name and process id)")
@@ -174,8 +174,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 			err = nil // the stop that was asked for
 		}
 	}
-	fmt.Fprintf(stdout, "worker %s: %d batches, %d rows, %d messages, %d refused by a full stream, last policy version %d\n",
-		f.sampler, st.Batches, st.Rows, st.Messages, st.Full, w.version)
+	fmt.Fprintf(stdout, "worker %s: %s, %s, %s, %d refused by a full stream, last policy version %d\n",
+		f.sampler, plural(st.Batches, "batch", "batches"), plural(st.Rows, "row", "rows"), plural(st.Messages, "message", "messages"), st.Full, w.version)
 	return err
 }
 
