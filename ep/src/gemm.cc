@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "kernels.h"
 #include "simd.h"
@@ -110,24 +111,17 @@ ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const flo
   }
 }
 
-// Rows runs Tile over M rows for one group of NV panels: full tiles of MR rows, then the rest
-// with the exact row count (no padding rows are read or written).
-template <typename V, int MR, int NV>
-ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
-                               int64_t ncols) {
+// ForTiles calls tile(R, m) for tiles of MR rows from m = 0 over M rows, then once for the
+// R < MR rows left, R a compile-time constant (std::integral_constant): no padding rows are read
+// or written.
+template <int MR, typename F>
+ONNXRL_ALWAYS_INLINE void ForTiles(int64_t M, F&& tile) {
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) {
-    Tile<V, MR, NV>(x + m * lda, lda, K, w, pstride, bias, e, add != nullptr ? add + m * e.ldadd : nullptr,
-                    out + m * ldo, ldo, ncols);
-  }
-  const float* xr = x + m * lda;
-  const float* ar = add != nullptr ? add + m * e.ldadd : nullptr;
-  float* orow = out + m * ldo;
+  for (; m + MR <= M; m += MR) tile(std::integral_constant<int, MR>{}, m);
   switch (M - m) {
-#define ONNXRL_REST(R)                                                                      \
-  case R:                                                                                   \
-    if constexpr (R < MR) Tile<V, R, NV>(xr, lda, K, w, pstride, bias, e, ar, orow, ldo, ncols); \
+#define ONNXRL_REST(R)                                                 \
+  case R:                                                              \
+    if constexpr (R < MR) tile(std::integral_constant<int, R>{}, m); \
     break;
     ONNXRL_REST(1)
     ONNXRL_REST(2)
@@ -140,6 +134,19 @@ ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K
     default:
       break;
   }
+}
+
+#define ONNXRL_INLINE_LAMBDA __attribute__((always_inline))
+
+// Rows runs Tile over M rows for one group of NV panels.
+template <typename V, int MR, int NV>
+ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
+                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
+                               int64_t ncols) {
+  ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
+    Tile<V, decltype(r)::value, NV>(x + m * lda, lda, K, w, pstride, bias, e,
+                                    add != nullptr ? add + m * e.ldadd : nullptr, out + m * ldo, ldo, ncols);
+  });
 }
 
 // Blocked walks M in blocks whose rows of x stay in L2 (about 128 KiB), and within a block the
@@ -303,24 +310,9 @@ template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void GatherRows(const float* const* rows, const int64_t* off, int64_t M, int64_t K,
                                      const float* w, int64_t pstride, const float* bias, const Epilogue& e, float* out,
                                      int64_t ldo, int64_t ncols) {
-  int64_t m = 0;
-  for (; m + MR <= M; m += MR) GatherTile<V, MR, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols);
-  switch (M - m) {
-#define ONNXRL_REST(R)                                                                                     \
-  case R:                                                                                                  \
-    if constexpr (R < MR) GatherTile<V, R, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols); \
-    break;
-    ONNXRL_REST(1)
-    ONNXRL_REST(2)
-    ONNXRL_REST(3)
-    ONNXRL_REST(4)
-    ONNXRL_REST(5)
-    ONNXRL_REST(6)
-    ONNXRL_REST(7)
-#undef ONNXRL_REST
-    default:
-      break;
-  }
+  ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
+    GatherTile<V, decltype(r)::value, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols);
+  });
 }
 
 template <typename V, int MR, int NV>

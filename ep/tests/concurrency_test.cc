@@ -8,7 +8,6 @@
 // rows), and within 1e-6 at the very least. Runs that shared an intermediate buffer would mix
 // their values. Every dynamic dimension of an input is taken to be the batch. Exit 77 (skipped)
 // when the runtime library is missing.
-#include <dlfcn.h>
 #include <onnxruntime_c_api.h>
 
 #include <atomic>
@@ -19,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "ort_runtime.h"
 
 namespace {
 
@@ -240,21 +241,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: test_ep_concurrency LIBONNXRUNTIME LIBONNXRL_EP MODEL.onnx...\n");
     return 2;
   }
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    std::printf("SKIP: cannot load %s: %s (run `make onnxruntime`)\n", argv[1], dlerror());
-    return 77;
-  }
-  auto get_base = reinterpret_cast<const OrtApiBase* (*)()>(dlsym(lib, "OrtGetApiBase"));
-  if (get_base == nullptr) {
-    std::printf("FAIL: %s has no OrtGetApiBase\n", argv[1]);
-    return 1;
-  }
-  api = get_base()->GetApi(ORT_API_VERSION);
-  if (api == nullptr) {
-    std::printf("FAIL: the runtime does not offer C API version %d\n", ORT_API_VERSION);
-    return 1;
-  }
+  int code = 0;
+  api = onnxrl_ep_test::LoadRuntime(argv[1], &code);
+  if (api == nullptr) return code;
   OrtEnv* env = nullptr;
   if (!Ok(api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "test_ep_concurrency", &env), "CreateEnv")) return 1;
   if (!Ok(api->RegisterExecutionProviderLibrary(env, "onnxrl_native", argv[2]), "RegisterExecutionProviderLibrary"))

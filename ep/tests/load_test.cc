@@ -4,7 +4,6 @@
 // registers the library, finds its device, rejects a bad option and a second registration, and
 // runs the model (input [2, 4] float32) through the provider and through the CPU provider.
 // Exit 77 (skipped) when the runtime library is missing.
-#include <dlfcn.h>
 #include <onnxruntime_c_api.h>
 
 #include <cmath>
@@ -12,6 +11,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "ort_runtime.h"
 
 namespace {
 
@@ -87,23 +88,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: test_ep_load LIBONNXRUNTIME LIBONNXRL_EP MODEL.onnx\n");
     return 2;
   }
-  void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    std::printf("SKIP: cannot load %s: %s (run `make onnxruntime`)\n", argv[1], dlerror());
-    return 77;
-  }
-  auto get_base = reinterpret_cast<const OrtApiBase* (*)()>(dlsym(lib, "OrtGetApiBase"));
-  if (get_base == nullptr) {
-    std::printf("FAIL: %s has no OrtGetApiBase\n", argv[1]);
-    return 1;
-  }
-  const OrtApiBase* base = get_base();
-  std::printf("runtime %s from %s\n", base->GetVersionString(), argv[1]);
-  api = base->GetApi(ORT_API_VERSION);
-  if (api == nullptr) {
-    std::printf("FAIL: the runtime does not offer C API version %d\n", ORT_API_VERSION);
-    return 1;
-  }
+  int code = 0;
+  api = onnxrl_ep_test::LoadRuntime(argv[1], &code);
+  if (api == nullptr) return code;
   OrtEnv* env = nullptr;
   if (!Ok(api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "test_ep_load", &env), "CreateEnv")) return 1;
   if (!Ok(api->RegisterExecutionProviderLibrary(env, "onnxrl_native", argv[2]), "RegisterExecutionProviderLibrary")) return 1;
