@@ -66,11 +66,11 @@ using namespace simd;
 // row): x points at the tile's first row, w at its first panel (panels pstride floats apart),
 // bias at the panel's padded bias; ncols of the NV * 16 columns are stored (the rest are the
 // last panel's padding).
-template <typename V, int MR, int NV>
+template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const float* w, int64_t pstride,
                                const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
                                int64_t ncols) {
-  constexpr int L = Lanes<V>, C = kPanel / L, NC = NV * C;
+  constexpr int L = Lanes<V>, C = kPanel / L;
   V acc[MR * NC];
 #pragma GCC unroll 8
   for (int c = 0; c < NC; c++) {
@@ -138,20 +138,22 @@ ONNXRL_ALWAYS_INLINE void ForTiles(int64_t M, F&& tile) {
 
 #define ONNXRL_INLINE_LAMBDA __attribute__((always_inline))
 
-// Rows runs Tile over M rows for one group of NV panels.
-template <typename V, int MR, int NV>
+// Rows runs Tile over M rows for one group of NV panels (or NC vectors of the first panel).
+template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
                                const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
                                int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    Tile<V, decltype(r)::value, NV>(x + m * lda, lda, K, w, pstride, bias, e,
-                                    add != nullptr ? add + m * e.ldadd : nullptr, out + m * ldo, ldo, ncols);
+    Tile<V, decltype(r)::value, NV, NC>(x + m * lda, lda, K, w, pstride, bias, e,
+                                        add != nullptr ? add + m * e.ldadd : nullptr, out + m * ldo, ldo, ncols);
   });
 }
 
 // Blocked walks M in blocks whose rows of x stay in L2 (about 128 KiB), and within a block the
 // panels in groups of NV, so that each group of panels stays in L1 while the block's rows pass.
-template <typename V, int MR, int NV>
+// A last panel of at most 8 columns (a policy's logits and value heads) runs as 8-float
+// vectors VH, half the multiply-adds of a whole panel.
+template <typename V, int MR, int NV, typename VH>
 ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0,
                                   int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
   const int64_t K = w.K, pstride = K * kPanel;
@@ -171,8 +173,13 @@ ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const 
     }
     for (; p < p1; p++) {
       int64_t ncols = std::min(n1, (p + 1) * kPanel) - p * kPanel;
-      Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
-                     ob + (p * kPanel - n0), ldo, ncols);
+      if (ncols * 2 <= kPanel) {
+        Rows<VH, MR, 1, kPanel / 2 / Lanes<VH>>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e,
+                                                col(ab, p), ob + (p * kPanel - n0), ldo, ncols);
+      } else {
+        Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
+                       ob + (p * kPanel - n0), ldo, ncols);
+      }
     }
   }
 }
@@ -201,14 +208,14 @@ ONNXRL_ALWAYS_INLINE void Span(const Epilogue& e, const float* in, float* out, i
 
 void GemmPortable(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
                   const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V4, 3, 1>(x, lda, M, w, n0, n1, e, out, ldo);
+  Blocked<V4, 3, 1, V4>(x, lda, M, w, n0, n1, e, out, ldo);
 }
 void SpanPortable(const Epilogue& e, const float* in, float* out, int64_t n) { Span<V4>(e, in, out, n); }
 
 #if defined(ONNXRL_X86_ISAS)
 ONNXRL_TARGET_AVX2 void GemmAvx2(const float* x, int64_t lda, int64_t M, const PackedWeights& w,
                                                   int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V8, 6, 1>(x, lda, M, w, n0, n1, e, out, ldo);
+  Blocked<V8, 6, 1, V8>(x, lda, M, w, n0, n1, e, out, ldo);
 }
 ONNXRL_TARGET_AVX2 void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
   Span<V8>(e, in, out, n);
@@ -218,7 +225,7 @@ ONNXRL_TARGET_AVX512 void GemmAvx512(const float* x, int64_t lda, int64_t M,
                                                                              const PackedWeights& w, int64_t n0,
                                                                              int64_t n1, const Epilogue& e, float* out,
                                                                              int64_t ldo) {
-  Blocked<V16, 8, 2>(x, lda, M, w, n0, n1, e, out, ldo);
+  Blocked<V16, 8, 2, V8>(x, lda, M, w, n0, n1, e, out, ldo);
 }
 ONNXRL_TARGET_AVX512 void SpanAvx512(const Epilogue& e, const float* in,
                                                                              float* out, int64_t n) {
