@@ -28,9 +28,10 @@ void HostStridedCopy(const float* in, int64_t base, const int64_t* dims, const i
 // RnnWeights views the weights of a forward LSTM (G = 4 gates) or GRU (G = 3), transposed so
 // that a row of inputs accumulates into contiguous gate rows: wx [I][G*H], wh [H][G*H], bx and
 // bh [G*H]; and, where the kernel has prepared them (RnnKernel::PrepareHost), their packed
-// forms: x = Wx with bias bx (an LSTM's: bx + bh), h = Wh with bias bh (an LSTM's: none; a GRU
-// without linear_before_reset: its z and r columns only, and hn its candidate's). Without
-// packed forms the loops pack the raw weights on every call.
+// forms: an LSTM's x = [Wx; Wh] stacked ([I+H][4H], one multiply per step over the row [x_t,
+// h]) with bias bx + bh; a GRU's x = Wx with bias bx and h = Wh with bias bh (without
+// linear_before_reset: its z and r columns only, and hn its candidate's). Without packed forms
+// the loops pack the raw weights on every call.
 struct RnnWeights {
   int64_t I = 0, H = 0;
   const float* wx = nullptr;
@@ -51,8 +52,9 @@ void HostLstm(const RnnWeights& w, const float* x, int64_t T, int64_t B, const f
               float* yh, float* yc, float* scratch, int64_t b0 = 0, int64_t b1 = -1);
 void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,
              float* yh, float* scratch, int64_t b0 = 0, int64_t b1 = -1);
-// Scratch floats HostLstm (gates = 4) or HostGru (gates = 3) need for B rows of H hidden units.
-int64_t RnnScratch(int64_t gates, int64_t H, int64_t B);
+// Scratch floats HostLstm (gates = 4) or HostGru (gates = 3) need for B rows of I inputs and H
+// hidden units.
+int64_t RnnScratch(int64_t gates, int64_t I, int64_t H, int64_t B);
 // LstmCells: gates [rows][4H] (i, o, f, c sums) update h and c [rows][H] (cells.cc).
 void LstmCells(const float* gates, int64_t rows, int64_t H, float* h, float* c);
 // GruCells: gx, gh [rows][3H] (z, r, n of x @ Wx + bx and h @ Wh + bh) update h [rows][H], the

@@ -504,7 +504,7 @@ void TestRnn() {
           rw.wh = wh.data();
           rw.bx = bx.data();
           rw.bh = bh.data();
-          std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, H, B));
+          std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, I, H, B));
           HostLstm(rw, x.data(), T, B, h0.data(), c0.data(), y.data(), yh.data(), yc.data(), scratch.data());
           Buf gates(B * G), h(B * H), c(B * H), dy(T * B * H);
           std::memcpy(h.data(), h0.data(), B * H * sizeof(float));
@@ -535,7 +535,7 @@ void TestRnn() {
           rw.wh = wh.data();
           rw.bx = bx.data();
           rw.bh = bh.data();
-          std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(3, H, B));
+          std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(3, I, H, B));
           HostGru(rw, lbr, x.data(), T, B, h0.data(), y.data(), yh.data(), scratch.data());
           Buf gx(B * G), gh(B * G), rh(B * H), h(B * H), dy(T * B * H);
           std::memcpy(h.data(), h0.data(), B * H * sizeof(float));

@@ -112,7 +112,7 @@ static void TestLstm(std::mt19937& g) {
   const int64_t I = 3, H = 2, B = 2, T = 2;
   Rnn s(I, H, 4, g);
   auto x = Rand(T * B * I, g), h0 = Rand(B * H, g), c0 = Rand(B * H, g);
-  std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, H, B));
+  std::vector<float> y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, I, H, B));
   HostLstm(s.View(), x.data(), T, B, h0.data(), c0.data(), y.data(), yh.data(), yc.data(), scratch.data());
   std::vector<double> h(h0.begin(), h0.end()), c(c0.begin(), c0.end());
   for (int64_t t = 0; t < T; t++) {
@@ -144,7 +144,7 @@ static void TestGru(std::mt19937& g, bool lbr) {
   const int64_t I = 3, H = 2, B = 2, T = 2;
   Rnn s(I, H, 3, g);
   auto x = Rand(T * B * I, g), h0 = Rand(B * H, g);
-  std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(3, H, B));
+  std::vector<float> y(T * B * H), yh(B * H), scratch(RnnScratch(3, I, H, B));
   HostGru(s.View(), lbr, x.data(), T, B, h0.data(), y.data(), yh.data(), scratch.data());
   std::vector<double> h(h0.begin(), h0.end());
   auto xw = [&](int64_t t, int64_t b, int64_t col) {

@@ -494,7 +494,7 @@ static void TestRnnDirections(std::mt19937& g) {
       int bad = 0;
       for (int64_t d = 0; d < D; d++) {
         // The reference: the whole sequence through the host loop at once, in the direction's order.
-        std::vector<float> x(T * B * I), y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(G, H, B));
+        std::vector<float> x(T * B * I), y(T * B * H), yh(B * H), yc(B * H), scratch(RnnScratch(G, I, H, B));
         for (int64_t t = 0; t < T; t++) {
           int64_t src = k->dirs[d].reverse ? T - 1 - t : t;
           std::copy(ins[0].begin() + src * B * I, ins[0].begin() + (src + 1) * B * I, x.begin() + t * B * I);

@@ -109,7 +109,7 @@ void RnnKernel::Infer(InferContext& c) const {
   // Per row: the host loop's gates, h and c (RnnScratch), and the directions' states; all from
   // constants but B, which CheckedNumElements has bounded (X's elements), so only the product
   // can overflow.
-  const int64_t per_row = RnnScratch(Gates(), H, 1) + (forward_only ? 0 : 2 * D * H);
+  const int64_t per_row = RnnScratch(Gates(), I, H, 1) + (forward_only ? 0 : 2 * D * H);
   int64_t total = 0;
   if (!CheckedMul(B, per_row, &total) || total > kMaxElements) c.Fail("the scratch of a batch this large overflows");
   c.scratch = std::max(c.scratch, total);
@@ -125,7 +125,7 @@ template <typename Step>
 void RnnSteps(const RnnKernel& k, ExecContext& c, bool lstm, Step step) {
   const auto& x = c.shape(k.in[0]);
   const int64_t T = x[0], B = x[1], H = k.H, D = static_cast<int64_t>(k.dirs.size()), BH = B * H;
-  float* state = c.scratch() + RnnScratch(k.Gates(), H, B);
+  float* state = c.scratch() + RnnScratch(k.Gates(), k.I, H, B);
   for (int64_t d = 0; d < D; d++) {
     const float* h0 = k.in[1] >= 0 ? c.CF(k.in[1]) + d * BH : nullptr;
     const float* c0 = lstm && k.in[2] >= 0 ? c.CF(k.in[2]) + d * BH : nullptr;
