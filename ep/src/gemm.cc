@@ -68,8 +68,7 @@ using namespace simd;
 // last panel's padding).
 template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
-                               int64_t ncols) {
+                               const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L;
   V acc[MR * NC];
 #pragma GCC unroll 8
@@ -77,13 +76,6 @@ ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const flo
     V b = Load<V>(bias + c * L);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r * NC + c] = b;
-  }
-  if (add != nullptr) {
-    for (int r = 0; r < MR; r++) {
-      float row[NV * kPanel] = {};
-      std::memcpy(row, add + r * e.ldadd, ncols * sizeof(float));
-      for (int c = 0; c < NC; c++) acc[r * NC + c] += Load<V>(row + c * L);
-    }
   }
   for (int64_t k = 0; k < K; k++) {
     V wv[NC];
@@ -141,11 +133,9 @@ ONNXRL_ALWAYS_INLINE void ForTiles(int64_t M, F&& tile) {
 // Rows runs Tile over M rows for one group of NV panels (or NC vectors of the first panel).
 template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, const float* add, float* out, int64_t ldo,
-                               int64_t ncols) {
+                               const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    Tile<V, decltype(r)::value, NV, NC>(x + m * lda, lda, K, w, pstride, bias, e,
-                                        add != nullptr ? add + m * e.ldadd : nullptr, out + m * ldo, ldo, ncols);
+    Tile<V, decltype(r)::value, NV, NC>(x + m * lda, lda, K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
   });
 }
 
@@ -162,23 +152,21 @@ ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const 
   for (int64_t m0 = 0; m0 < M; m0 += mb) {
     const int64_t rows = std::min(mb, M - m0);
     const float* xb = x + m0 * lda;
-    const float* ab = e.add != nullptr ? e.add + m0 * e.ldadd : nullptr;
     float* ob = out + m0 * ldo;
-    auto col = [&](const float* base, int64_t p) { return base != nullptr ? base + (p * kPanel - n0) : nullptr; };
     int64_t p = p0;
     for (; p + NV <= p1; p += NV) {
       int64_t ncols = std::min(n1, (p + NV) * kPanel) - p * kPanel;
-      Rows<V, MR, NV>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
-                      ob + (p * kPanel - n0), ldo, ncols);
+      Rows<V, MR, NV>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo,
+                      ncols);
     }
     for (; p < p1; p++) {
       int64_t ncols = std::min(n1, (p + 1) * kPanel) - p * kPanel;
       if (ncols * 2 <= kPanel) {
         Rows<VH, MR, 1, kPanel / 2 / Lanes<VH>>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e,
-                                                col(ab, p), ob + (p * kPanel - n0), ldo, ncols);
+                                                ob + (p * kPanel - n0), ldo, ncols);
       } else {
-        Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, col(ab, p),
-                       ob + (p * kPanel - n0), ldo, ncols);
+        Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo,
+                       ncols);
       }
     }
   }

@@ -38,13 +38,9 @@ class PackedWeights {
 };
 
 // Epilogue: what is done to a tile's sums in registers: + bias, then act(a, b) (kernels.h).
-// With add set, the sums start from bias + add[m][n] (rows ldadd floats apart, the same
-// columns as out); add may be out itself (each tile reads its part before writing it).
 struct Epilogue {
   int32_t act = 0;
   float a = 0.0f, b = 0.0f;
-  const float* add = nullptr;
-  int64_t ldadd = 0;
 };
 
 // Gemm: out[m][n] = act(sum_k x[m][k] w[k][n] + bias[n]) for M rows, x's rows lda floats apart
@@ -81,7 +77,7 @@ namespace onnxrl_ep {
 // all N columns of w. Row m of the left matrix is not stored: it is read in place through its
 // base pointer rows[m] at the K offsets off (a convolution's window over its input, gathered
 // without unfolding), and the result is stored transposed, column n ldo floats from column
-// n - 1 (an NCHW plane per output channel). e.add is not supported (ignored).
+// n - 1 (an NCHW plane per output channel).
 void GemmGatherT(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
                  float* out, int64_t ldo);
 
