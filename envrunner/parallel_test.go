@@ -48,14 +48,16 @@ func TestGroupRunAgain(t *testing.T) {
 	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: sink}))
 	assert.Equal(t, int64(120), g.Counters().EnvSteps)
 	assert.Equal(t, int64(120), rows, "every env step is a row (one agent per sub-environment)")
-	first := len(seen)
 	for _, r := range runners {
 		r.SetLimits(150, 0)
 	}
 	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: sink}))
 	assert.Equal(t, int64(300), g.Counters().EnvSteps)
 	assert.Equal(t, int64(300), rows)
-	assert.Equal(t, first, len(seen), "the second Run hands over the first one's batches")
+	// The second Run reuses the first one's storage: each runner has two batches at most (one
+	// filling while the sink holds the other), whichever run first needed its second one (a
+	// runner whose first batch came back in time used one batch in the first run: comparing
+	// the two runs' counts failed 5 times in 200 under load).
 	assert.LessOrEqual(t, len(seen), 4, "two batches per runner")
 }
 
