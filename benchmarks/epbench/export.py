@@ -13,16 +13,17 @@ dynamic and named "batch", torch's TorchScript exporter at opset 17, as users ex
 The Nature CNN (6.8 MB) is not committed: `make bench-ep` exports it when missing. Run with
 Debian's python3-torch: /usr/bin/python3 benchmarks/epbench/export.py [name ...]
 """
-import io
 import os
 import sys
-import warnings
 
 import torch
 import torch.nn as nn
 
-OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
-OPSET = 17
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models", "export"))
+from export_ep_graphs import export  # noqa: E402  (the same exporter as the parity graphs)
+
+OUT_DIR = os.path.join(HERE, "models")
 
 
 class MLP(nn.Module):
@@ -92,22 +93,6 @@ def models():
     ]
 
 
-def export(name, make, inputs, outputs):
-    torch.manual_seed(1)
-    model = make().eval()
-    example = tuple(torch.rand([3 if d is None else d for d in shape]) * 2 - 1 for _, shape in inputs)
-    dynamic = {n: {shape.index(None): "batch"} for n, shape in inputs}
-    buf = io.BytesIO()
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, example, buf, export_params=True, opset_version=OPSET, do_constant_folding=True,
-                          input_names=[n for n, _ in inputs], output_names=outputs, dynamic_axes=dynamic)
-    path = os.path.join(OUT_DIR, name + ".onnx")
-    with open(path, "wb") as fh:
-        fh.write(buf.getvalue())
-    print("wrote %s (%d bytes)" % (os.path.relpath(path), len(buf.getvalue())))
-
-
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     want = set(sys.argv[1:])
@@ -117,7 +102,7 @@ def main():
         sys.exit("export.py: unknown model(s) %s; known: %s" % (", ".join(sorted(unknown)), ", ".join(names)))
     for name, make, inputs, outputs in models():
         if not want or name in want:
-            export(name, make, inputs, outputs)
+            export(name, 1, make, inputs, outputs, out_dir=OUT_DIR)
 
 
 if __name__ == "__main__":

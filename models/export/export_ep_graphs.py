@@ -266,7 +266,9 @@ def graphs():
     return out
 
 
-def export(name, seed, make, inputs, outputs):
+def export(name, seed, make, inputs, outputs, out_dir=OUT_DIR):
+    """Export make()'s module (seeded weights) to out_dir/name.onnx: inputs are (name, shape)
+    pairs with None for the dynamic batch axis. benchmarks/epbench/export.py uses it too."""
     torch.manual_seed(seed)
     model = make().eval()
     gen = torch.Generator().manual_seed(seed)
@@ -277,7 +279,7 @@ def export(name, seed, make, inputs, outputs):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, example, buf, export_params=True, opset_version=OPSET, do_constant_folding=True,
                           input_names=[n for n, _ in inputs], output_names=outputs, dynamic_axes=dynamic)
-    path = os.path.join(OUT_DIR, name + ".onnx")
+    path = os.path.join(out_dir, name + ".onnx")
     with open(path, "wb") as fh:
         fh.write(buf.getvalue())
     print("wrote %s (%d bytes)" % (os.path.relpath(path), len(buf.getvalue())))
