@@ -53,7 +53,7 @@ func npmArch() (string, error) {
 		runtime.GOARCH, inference.PinnedVersion, inference.LibraryEnv)
 }
 
-const runtimeArgs = "install [--from TARBALL] [--dir DIR] | path"
+const runtimeArgs = "install [--from TARBALL] [--dir DIR] [--force] | path"
 
 func runRuntime(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -81,9 +81,10 @@ func runRuntime(args []string, stdout, stderr io.Writer) error {
 }
 
 func runRuntimeInstall(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runtime install", "[--from TARBALL] [--dir DIR]", stdout)
+	fs := newFlags("runtime install", "[--from TARBALL] [--dir DIR] [--force]", stdout)
 	from := fs.String("from", "", "install from this onnxruntime-node-"+inference.PinnedVersion+".tgz instead of downloading it from the npm registry")
 	dir := fs.String("dir", "", "install into this folder (default: the user cache, see 'sample runtime path')")
+	force := fs.Bool("force", false, "install again even when the folder already holds the pinned library")
 	if _, err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -97,6 +98,12 @@ func runRuntimeInstall(args []string, stdout, stderr io.Writer) error {
 	arch, err := npmArch()
 	if err != nil {
 		return err
+	}
+	if lib, ok := installedRuntime(pinnedRuntime, arch, dest); ok && !*force {
+		fmt.Fprintf(stderr, "sample runtime: ONNX Runtime %s (linux/%s) is already installed, sha256 checked; --force installs it again\n",
+			pinnedRuntime.version, arch)
+		fmt.Fprintln(stdout, lib)
+		return nil
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -134,6 +141,23 @@ func runRuntimeInstall(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "sample runtime: installed ONNX Runtime %s (linux/%s), sha256 checked\n", pinnedRuntime.version, arch)
 	fmt.Fprintln(stdout, lib)
 	return nil
+}
+
+// installedRuntime returns dest's library and true when it is there with the pinned digest
+// for arch (a present install is kept: nothing is downloaded again).
+func installedRuntime(pins runtimePins, arch, dest string) (string, bool) {
+	lib := filepath.Join(dest, "libonnxruntime.so.1")
+	fh, err := os.Open(lib)
+	if err != nil {
+		return "", false
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", false
+	}
+	want, ok := pins.libSHA256[arch]
+	return lib, ok && hex.EncodeToString(h.Sum(nil)) == want
 }
 
 // installRuntime reads the package tarball from src, extracts the library for arch into

@@ -104,3 +104,37 @@ func TestRuntimeCommand(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.Equal(t, filepath.Join(dir, "onnxrl-sampler", "onnxruntime-"+pinnedRuntime.version, "lib", "libonnxruntime.so.1")+"\n", out)
 }
+
+// TestRuntimeInstallKeepsPresent: a folder that already holds the pinned library (the project's
+// own install, linked in) is kept without downloading; --force installs again (here from a
+// bad tarball, so it fails on its digest), and a library with another digest is replaced.
+func TestRuntimeInstallKeepsPresent(t *testing.T) {
+	arch, err := npmArch()
+	if err != nil {
+		t.Skip(err)
+	}
+	pinned := filepath.Join("..", "..", "third_party", "onnxruntime", "lib", "libonnxruntime.so.1")
+	if _, ok := installedRuntime(pinnedRuntime, arch, filepath.Dir(pinned)); !ok {
+		t.Skip("the pinned library is not installed in third_party (make onnxruntime)")
+	}
+	dir := t.TempDir()
+	abs, err := filepath.Abs(pinned)
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(abs, filepath.Join(dir, "libonnxruntime.so.1")))
+	code, out, errs := runCLI("runtime", "install", "--dir", dir)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, errs, "already installed, sha256 checked")
+	assert.Equal(t, filepath.Join(dir, "libonnxruntime.so.1")+"\n", out)
+
+	fake := filepath.Join(t.TempDir(), "pkg.tgz")
+	require.NoError(t, os.WriteFile(fake, fakePackage(t, map[string]string{"package/x": "y"}), 0o644))
+	code, _, errs = runCLI("runtime", "install", "--force", "--from", fake, "--dir", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "want "+pinnedRuntime.tarballSHA256)
+
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "libonnxruntime.so.1"), []byte("not the library"), 0o644))
+	code, _, errs = runCLI("runtime", "install", "--from", fake, "--dir", other)
+	assert.Equal(t, 1, code)
+	assert.NotContains(t, errs, "already installed")
+}
