@@ -53,18 +53,6 @@ void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_
 // instruction set as the Gemm epilogue does.
 void Activations(const Epilogue& e, const float* in, float* out, int64_t n);
 
-// RowsPerTask is how many of M rows one task of a parallel loop takes when each row costs
-// macs multiply-adds: enough that a task outweighs handing it to a thread (about 2^19
-// multiply-adds, ten microseconds), and a multiple of 16 rows, at least 16 (a wide layer, such
-// as a CNN's 3136 x 512 Linear, got one row per task, so its multiply ran one-row tiles), or M
-// when fewer.
-inline int64_t RowsPerTask(int64_t macs, int64_t M) {
-  int64_t want = (int64_t{1} << 19) / (macs > 0 ? macs : 1);
-  want = want < 16 ? 16 : (want + 15) / 16 * 16;
-  if (want > M) want = M;
-  return want > 0 ? want : 1;
-}
-
 // Isa names the micro-kernels in use: "avx512", "avx2" or "portable". The environment
 // variable ONNXRL_EP_ISA (one of those names) picks a lower one, for tests and measurements.
 const char* Isa();

@@ -21,10 +21,9 @@ namespace {
 
 void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
                float act_a, float act_b, float* out) {
-  // w is packed on every call (a runtime matrix, or a caller without packed weights): O(K N)
-  // copies against O(M K N) multiply-adds, into this thread's buffer, grown only when needed.
-  thread_local PackedWeights packed;
-  packed.Repack(w, K, N, N, bias);
+  // Packed on every call: the kernels pack their constant weights once (PrepareHost); this is
+  // the reference the tests compare other paths with.
+  const PackedWeights packed = PackedWeights::Pack(w, K, N, N, bias);
   Epilogue e;
   e.act = act;
   e.a = act_a;
@@ -158,17 +157,21 @@ void RnnPack(const RnnWeights& w, bool lstm, bool lbr, PackedWeights* x, PackedW
 
 namespace {
 
-// Packed returns w with its packed forms: w's own, or packed now into this thread's buffers.
-RnnWeights Packed(const RnnWeights& w, bool lstm, bool lbr) {
-  if (w.x != nullptr) return w;
-  thread_local PackedWeights x, h, hn;
-  RnnPack(w, lstm, lbr, &x, &h, &hn);
-  RnnWeights p = w;
-  p.x = &x;
-  p.h = &h;
-  p.hn = &hn;
-  return p;
-}
+// RawPacks holds the packed forms of weights without them (a caller that did not prepare any:
+// tests); empty, and allocating nothing, for prepared ones.
+struct RawPacks {
+  PackedWeights x, h, hn;
+  // Of returns w with its packed forms: w's own, or packed now into these.
+  RnnWeights Of(const RnnWeights& w, bool lstm, bool lbr) {
+    if (w.x != nullptr) return w;
+    RnnPack(w, lstm, lbr, &x, &h, &hn);
+    RnnWeights p = w;
+    p.x = &x;
+    p.h = &h;
+    p.hn = &hn;
+    return p;
+  }
+};
 
 // Rows [b0, b1) of a batch of B rows of n floats each.
 struct RowRange {
@@ -189,7 +192,8 @@ void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const
               float* yh, float* yc, float* scratch, int64_t b0, int64_t b1) {
   if (b1 < 0) b1 = B;
   const RowRange rr{b0, b1 - b0, B};
-  const RnnWeights w = Packed(raw, true, false);
+  RawPacks packs;
+  const RnnWeights w = packs.Of(raw, true, false);
   const int64_t H = w.H, G = 4 * H, I = w.I, n = rr.rows;
   float* gates = rr.of(scratch, G);
   float* h = rr.of(scratch + 2 * B * G, H);
@@ -218,7 +222,8 @@ void HostGru(const RnnWeights& raw, bool lbr, const float* x, int64_t T, int64_t
              float* yh, float* scratch, int64_t b0, int64_t b1) {
   if (b1 < 0) b1 = B;
   const RowRange rr{b0, b1 - b0, B};
-  const RnnWeights w = Packed(raw, false, lbr);
+  RawPacks packs;
+  const RnnWeights w = packs.Of(raw, false, lbr);
   const int64_t H = w.H, G = 3 * H, I = w.I, n = rr.rows;
   float* gx = rr.of(scratch, G);          // x @ Wx + bx
   float* gh = rr.of(scratch + B * G, G);  // h @ Wh + bh (or (r*h) @ Wh_n + bh_n)

@@ -11,7 +11,8 @@ namespace onnxrl_ep {
 constexpr int kMaxRank = 8;
 
 // out[M][N] = act(a[M][K] @ w[K][N] + bias[N]); bias may be null; act_a and act_b are the
-// activation's parameters (ApplyAct's a and b).
+// activation's parameters (ApplyAct's a and b). w is packed on each call (gemm.h): the tests'
+// reference; kernels pack their weights once.
 void HostDense(const float* a, int64_t M, int64_t K, const float* w, int64_t N, const float* bias, int32_t act,
                float act_a, float act_b, float* out);
 // Broadcasting binary op over out's dims; sa and sb are the inputs' element strides per out dim.

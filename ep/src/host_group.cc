@@ -93,21 +93,11 @@ void HostDenseGroup::Tiles(const float* x, int64_t m0, int64_t m1, float* const*
 }
 
 void HostDenseGroup::Run(ExecContext& c) const {
-  // Rows: every dimension of the input but the last.
-  const auto& xs = c.shape(in_);
-  int64_t M = 1;
-  for (size_t d = 0; d + 1 < xs.size(); d++) M *= xs[d];
-  if (M == 0) return;
   const float* x = c.CF(in_);
   constexpr size_t kMaxHeads = 8;
   float* outs[kMaxHeads];
   for (size_t h = 0; h < heads_.size(); h++) outs[h] = c.F(heads_[h]->out[0]);
-  const int64_t rows = RowsPerTask(macs_, M);
-  auto task = [&](size_t t) {
-    const int64_t m0 = static_cast<int64_t>(t) * rows;
-    Tiles(x, m0, std::min(M, m0 + rows), outs);
-  };
-  c.ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
+  c.ParallelRows(MatrixRows(c.shape(in_)), macs_, [&](int64_t m0, int64_t m1) { Tiles(x, m0, m1, outs); });
 }
 
 }  // namespace onnxrl_ep

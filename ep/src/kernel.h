@@ -38,6 +38,18 @@ struct InferContext {
   int64_t NormAxis(int64_t axis, size_t rank) const;
 };
 
+// RowsPerTask is how many of M rows one task of a parallel loop takes when each row costs
+// macs multiply-adds: enough that a task outweighs handing it to a thread (about 2^19
+// multiply-adds, ten microseconds), and a multiple of 16 rows, at least 16 (a wide layer, such
+// as a CNN's 3136 x 512 Linear, got one row per task, so its multiply ran one-row tiles), or M
+// when fewer.
+inline int64_t RowsPerTask(int64_t macs, int64_t M) {
+  int64_t want = (int64_t{1} << 19) / (macs > 0 ? macs : 1);
+  want = want < 16 ? 16 : (want + 15) / 16 * 16;
+  if (want > M) want = M;
+  return want > 0 ? want : 1;
+}
+
 // ExecContext is handed to each step in turn when a plan runs on the host. Buffers are those of
 // run.ptr: inputs read in place, outputs written in place, intermediates owned by the run.
 struct ExecContext {
@@ -66,6 +78,19 @@ struct ExecContext {
     }
     auto call = [](void* fp, size_t i) { (*static_cast<F*>(fp))(i); };
     Check(g_ort->KernelContext_ParallelFor(ort, call, n, 0, &f), "KernelContext_ParallelFor");
+  }
+
+  // ParallelRows splits M independent rows, each costing about cost multiply-adds, into tasks
+  // of RowsPerTask rows on the session's threads, calling f(m0, m1) for each range.
+  template <typename F>
+  void ParallelRows(int64_t M, int64_t cost, F&& f) const {
+    if (M <= 0) return;
+    const int64_t rows = RowsPerTask(cost, M);
+    auto task = [&](size_t t) {
+      const int64_t m0 = static_cast<int64_t>(t) * rows;
+      f(m0, m0 + rows < M ? m0 + rows : M);
+    };
+    ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
   }
 
   OrtKernelContext* ort = nullptr;  // the runtime's context of this run (null in tests)

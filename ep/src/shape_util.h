@@ -61,6 +61,14 @@ inline int64_t NormAxis(int64_t axis, size_t rank, const std::string& node) {
   return axis < 0 ? axis + r : axis;
 }
 
+// MatrixRows is the product of every dimension but the last: the rows a matrix multiply sees
+// (the last dimension, K, may be 0).
+inline int64_t MatrixRows(const std::vector<int64_t>& shape) {
+  int64_t m = 1;
+  for (size_t d = 0; d + 1 < shape.size(); d++) m *= shape[d];
+  return m;
+}
+
 // OuterInner returns the products of shape's dimensions before and after axis ax.
 inline std::pair<int64_t, int64_t> OuterInner(const std::vector<int64_t>& shape, int64_t ax) {
   int64_t outer = 1, inner = 1;

@@ -368,9 +368,7 @@ void CudaExecutor::Mlp(Sig& s, const DenseGroup& g) {
   DeviceContext c(*this, s.run, s.dptr, s.scratch, first, false);
   auto* d0 = static_cast<const DenseKernel*>(plan_.steps[first].get());
   int in = d0->in[0];
-  long long M = 1;
-  const auto& in_shape = s.run.shapes[in];
-  for (size_t d = 0; d + 1 < in_shape.size(); d++) M *= in_shape[d];
+  const long long M = MatrixRows(s.run.shapes[in]);
   if (M <= 0) return;
   if (M > INT_MAX) throw Error{"batch of " + std::to_string(M) + " rows too large"};
   devargs::MlpDesc desc{};

@@ -194,11 +194,9 @@ void ConvKernel::Host(ExecContext& c) const {
   e.act = act;
   e.a = a;
   e.b = b;
-  // Tasks: tiles of an image's output positions, per group, of about equal size (gemm.h,
-  // RowsPerTask), so that one image spreads over the threads too; at least 16 rows each (or the
-  // image), as RowsPerTask gives a single row to a wide layer, which the micro-kernel multiplies
-  // at an eighth of its speed.
-  const int64_t most = std::max(RowsPerTask(Kg * OCg, OHW), std::min<int64_t>(16, OHW));
+  // Tasks: tiles of an image's output positions, per group, of about equal size (kernel.h,
+  // RowsPerTask: at least 16 rows, or the image), so that one image spreads over the threads too.
+  const int64_t most = RowsPerTask(Kg * OCg, OHW);
   const int64_t tiles = (OHW + most - 1) / most;
   const int64_t rows = (OHW + tiles - 1) / tiles;
   const PatchFn patches = PatchFor(win.kw);

@@ -149,31 +149,19 @@ void DenseKernel::PrepareHost() {
 
 void DenseKernel::Host(ExecContext& c) const {
   if (packed.empty()) throw Error{"node " + node + ": the host executor did not prepare this step"};
-  // Rows: every dimension but the last (K may be 0).
-  const auto& xs = c.shape(in[0]);
-  int64_t M = 1;
-  for (size_t d = 0; d + 1 < xs.size(); d++) M *= xs[d];
-  if (M == 0) return;
   const float* x = c.CF(in[0]);
   float* y = c.F(out[0]);
   Epilogue e;
   e.act = act;
   e.a = a;
   e.b = b;
-  // Rows split over the session's intra-op threads (gemm.h, RowsPerTask).
-  const int64_t rows = RowsPerTask(K * N, M);
-  auto task = [&](size_t t) {
-    const int64_t m0 = static_cast<int64_t>(t) * rows;
-    Gemm(x + m0 * K, K, std::min(rows, M - m0), packed, 0, N, e, y + m0 * N, N);
-  };
-  c.ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
+  c.ParallelRows(MatrixRows(c.shape(in[0])), K * N,
+                 [&](int64_t m0, int64_t m1) { Gemm(x + m0 * K, K, m1 - m0, packed, 0, N, e, y + m0 * N, N); });
 }
 
 void DenseKernel::Device(DeviceContext& c) const {
   const auto& a = c.shape(in[0]);
-  // Rows: every dimension but the last (K may be 0).
-  long long M = 1;
-  for (size_t d = 0; d + 1 < a.size(); d++) M *= a[d];
+  const long long M = MatrixRows(a);
   c.Gemm(c.ptr(in[0]), K, c.Resident(w), N, c.Resident(bias), c.ptr(out[0]), N, M, N, K, false, act, this->a, b);
 }
 

@@ -71,15 +71,12 @@ void LayerNormKernel::Host(ExecContext& c) const {
   e.a = a;
   e.b = b;
   // Rows over the session's threads: about 8 operations per element.
-  const int64_t per = RowsPerTask(8 * len, rows);
-  auto task = [&](size_t t) {
-    const int64_t r1 = std::min(rows, static_cast<int64_t>(t + 1) * per);
-    for (int64_t r = static_cast<int64_t>(t) * per; r < r1; r++) {
+  c.ParallelRows(rows, 8 * len, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
       NormalizeRow(px + r * len, len, epsilon, sc, bi, py + r * len);
       if (act != kActNone) Activations(e, py + r * len, py + r * len, len);
     }
-  };
-  c.ParallelFor(static_cast<size_t>((rows + per - 1) / per), task);
+  });
 }
 
 void LayerNormKernel::Device(DeviceContext& c) const {

@@ -56,13 +56,9 @@ void PoolKernel::Host(ExecContext& c) const {
   const int64_t planes = x[0] * x[1], H = x[2], W = x[3], OH = y[2], OW = y[3];
   const float* px = c.CF(in[0]);
   float* py = c.F(out[0]);
-  // Tasks: runs of whole planes, about 2^19 window reads each (gemm.h, RowsPerTask).
-  const int64_t per = RowsPerTask(OH * OW * win.kh * win.kw, planes);
-  auto task = [&](size_t t) {
-    const int64_t p0 = static_cast<int64_t>(t) * per;
-    Planes(px, py, p0, std::min(planes, p0 + per), H, W, OH, OW);
-  };
-  c.ParallelFor(static_cast<size_t>((planes + per - 1) / per), task);
+  // Tasks: runs of whole planes, about 2^19 window reads each (kernel.h, RowsPerTask).
+  c.ParallelRows(planes, OH * OW * win.kh * win.kw,
+                 [&](int64_t p0, int64_t p1) { Planes(px, py, p0, p1, H, W, OH, OW); });
 }
 
 void PoolKernel::Planes(const float* px, float* py, int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t OH,

@@ -163,12 +163,9 @@ void LstmKernel::Host(ExecContext& c) const {
     const float *px = c.CF(in[0]), *h0 = c.CF(in[1]), *c0 = c.CF(in[2]);
     float *y = c.F(out[0]), *yh = c.F(out[1]), *yc = c.F(out[2]), *scratch = c.scratch();
     // Rows are independent through every step: split over the session's threads.
-    const int64_t rows = RowsPerTask(T * (I + H) * 4 * H, B);
-    auto task = [&](size_t t) {
-      const int64_t b0 = static_cast<int64_t>(t) * rows;
-      HostLstm(w, px, T, B, h0, c0, y, yh, yc, scratch, b0, std::min(B, b0 + rows));
-    };
-    c.ParallelFor(static_cast<size_t>((B + rows - 1) / rows), task);
+    c.ParallelRows(B, T * (I + H) * 4 * H, [&](int64_t b0, int64_t b1) {
+      HostLstm(w, px, T, B, h0, c0, y, yh, yc, scratch, b0, b1);
+    });
     return;
   }
   const int64_t B = x[1];
@@ -185,12 +182,9 @@ void GruKernel::Host(ExecContext& c) const {
     const int64_t T = x[0], B = x[1];
     const float *px = c.CF(in[0]), *h0 = c.CF(in[1]);
     float *y = c.F(out[0]), *yh = c.F(out[1]), *scratch = c.scratch();
-    const int64_t rows = RowsPerTask(T * (I + H) * 3 * H, B);
-    auto task = [&](size_t t) {
-      const int64_t b0 = static_cast<int64_t>(t) * rows;
-      HostGru(w, lbr, px, T, B, h0, y, yh, scratch, b0, std::min(B, b0 + rows));
-    };
-    c.ParallelFor(static_cast<size_t>((B + rows - 1) / rows), task);
+    c.ParallelRows(B, T * (I + H) * 3 * H, [&](int64_t b0, int64_t b1) {
+      HostGru(w, lbr, px, T, B, h0, y, yh, scratch, b0, b1);
+    });
     return;
   }
   const int64_t B = x[1];
