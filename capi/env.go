@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -269,8 +268,13 @@ func (e *cenv) logAction(id []byte, obs, act []float32) error {
 	})
 }
 
-// logReturns adds reward to the episode's current step.
+// logReturns adds reward to the episode's current step. A reward, or a step's sum of
+// rewards, that float32 cannot hold is refused (externalenv.ErrBadReward: the error the
+// HTTP server and Python report too).
 func (e *cenv) logReturns(id []byte, reward float64) error {
+	if err := externalenv.CheckReward(reward, ""); err != nil {
+		return err
+	}
 	return e.withEpisode(id, func(r *episodeRec) error { return e.ext.LogReturns(r.id, reward, nil) })
 }
 
@@ -278,8 +282,8 @@ func (e *cenv) logReturns(id []byte, reward float64) error {
 // episode i fails, those before it have their rewards logged. The rewards are checked first.
 func (e *cenv) logReturnsBatch(ids [][]byte, rewards []float64) error {
 	for i, r := range rewards {
-		if math.IsNaN(r) || math.IsInf(r, 0) {
-			return withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: rewards[%d] = %v: want a finite number", i, r))
+		if err := externalenv.CheckReward(r, ""); err != nil {
+			return fmt.Errorf("rewards[%d]: %w", i, err)
 		}
 	}
 	if err := e.enter(); err != nil {

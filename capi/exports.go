@@ -352,11 +352,7 @@ func onnxrl_episode_log_returns(h C.uintptr_t, id *C.char, reward C.double) (sta
 	if err != nil {
 		return finish(err)
 	}
-	r := float64(reward)
-	if math.IsNaN(r) || math.IsInf(r, 0) {
-		return finish(withStatus(statusInvalidArgument, fmt.Errorf("onnxrl: reward %v: want a finite number", r)))
-	}
-	return finish(v.(*cenv).logReturns(want, r))
+	return finish(v.(*cenv).logReturns(want, float64(reward)))
 }
 
 //export onnxrl_episode_log_returns_batch

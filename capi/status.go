@@ -55,7 +55,8 @@ func statusOf(err error) int {
 	case errors.As(err, &ce):
 		return ce.status
 	case errors.Is(err, errNull), errors.Is(err, errNoHandle),
-		errors.Is(err, externalenv.ErrBadObservation), errors.Is(err, externalenv.ErrBadAction):
+		errors.Is(err, externalenv.ErrBadObservation), errors.Is(err, externalenv.ErrBadAction),
+		errors.Is(err, externalenv.ErrBadReward):
 		return statusInvalidArgument
 	case errors.Is(err, externalenv.ErrEpisodeNotFound), errors.Is(err, models.ErrModelNotFound),
 		errors.Is(err, fs.ErrNotExist), errors.Is(err, inference.ErrLibraryNotFound):

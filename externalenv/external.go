@@ -189,14 +189,21 @@ func (e *ExternalEnv) LogAction(id string, obs, action []float32) error {
 
 // LogReturns adds reward to the reward of episode id's current step, reported with the
 // episode's next observation; info, when not nil, replaces the episode's info, which is
-// reported with every later observation until replaced again (RLlib's cur_info).
+// reported with every later observation until replaced again (RLlib's cur_info). A reward,
+// or a step's sum of rewards, that float32 cannot hold is refused with a *RewardError
+// (ErrBadReward) and nothing is logged.
 func (e *ExternalEnv) LogReturns(id string, reward float64, info env.Info) error {
 	ep, err := e.c.lock(id)
 	if err != nil {
 		return err
 	}
 	ag := &ep.agents[0]
-	ag.reward += reward
+	sum, err := ep.addReward(0, reward, id, "")
+	if err != nil {
+		ep.mu.Unlock()
+		return err
+	}
+	ag.reward = sum
 	if info != nil {
 		ag.info = info
 	}

@@ -287,6 +287,8 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 // last observation repeated. info maps agent ids to their info (an env.Info, or a
 // map[string]any as JSON decodes it), which replaces the agent's info, reported with each of
 // its later observations until replaced again (RLlib's cur_info). Rewards and infos of agents that have ended are dropped.
+// A reward, or an agent's sum of rewards for its step, that float32 cannot hold is refused
+// with a *RewardError (ErrBadReward) and nothing of the call is logged.
 func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) error {
 	for agent := range rewards {
 		if agent == "" {
@@ -333,6 +335,11 @@ func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]fl
 			}
 		}
 		if err := e.c.checkAgentCount(ep, added); err != nil {
+			return err
+		}
+	}
+	for agent, r := range rewards {
+		if _, err := ep.addReward(ep.agent(agent, false), r, id, agent); err != nil {
 			return err
 		}
 	}

@@ -60,8 +60,9 @@
 // Errors are {"error": "...", "code": "..."} with these statuses and codes (the messages
 // speak the protocol's words, never Go's):
 //
-//	400 bad_request         malformed JSON, a missing member, a reward that is not finite or
-//	                        beyond float32, more agents than Options.MaxAgents, an agent id
+//	400 bad_request         malformed JSON, a missing member, a reward (or a step's sum of
+//	                        rewards) that is not finite or beyond float32, more agents than
+//	                        Options.MaxAgents, an agent id
 //	                        over MaxAgentIDBytes
 //	400 bad_observation     an observation not in the observation space (wrong length, NaN,
 //	                        out of the space's bounds)

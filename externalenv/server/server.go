@@ -467,7 +467,7 @@ func status(err error) (int, string) {
 	switch {
 	case errors.As(err, &se):
 		return http.StatusBadRequest, wire.CodeBadRequest
-	case errors.Is(err, errBadRequest), errors.Is(err, externalenv.ErrTooManyAgents):
+	case errors.Is(err, errBadRequest), errors.Is(err, externalenv.ErrTooManyAgents), errors.Is(err, externalenv.ErrBadReward):
 		return http.StatusBadRequest, wire.CodeBadRequest
 	case errors.As(err, &tl):
 		return http.StatusRequestEntityTooLarge, wire.CodeTooLarge

@@ -144,11 +144,13 @@ int onnxrl_episode_get_actions(onnxrl_env *e, const char *const *episode_ids, in
 int onnxrl_episode_log_action(onnxrl_env *e, const char *episode_id, const float *obs,
                               const float *action);
 
-/* Adds reward to the reward of the episode's current step (summed until its next observation). */
+/* Adds reward to the reward of the episode's current step (summed until its next observation).
+   A reward, or a step's sum of rewards, that float32 cannot hold (NaN, an infinity, beyond
+   3.4028235e+38 in magnitude) is refused with ONNXRL_ERR_INVALID_ARGUMENT and not logged. */
 int onnxrl_episode_log_returns(onnxrl_env *e, const char *episode_id, double reward);
 
 /* log_returns for n episodes at once (rewards[i] to episode_ids[i], in order): one call
-   instead of n, for a simulator that steps many agents. Every reward must be finite, or
+   instead of n, for a simulator that steps many agents. Every reward must fit float32, or
    nothing is logged. If episode i fails, episodes 0..i-1 have their rewards logged and
    i..n-1 do not; the message names episode i. */
 int onnxrl_episode_log_returns_batch(onnxrl_env *e, const char *const *episode_ids, int64_t n,

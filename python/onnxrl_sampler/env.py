@@ -157,7 +157,11 @@ class Env(_Handle):
                                                        data_ptr(action)))
 
     def log_returns(self, episode_id: str, reward: float) -> None:
-        """Adds reward to the episode's current step (summed until its next observation)."""
+        """Adds reward to the episode's current step (summed until its next observation).
+
+        A reward, or a step's sum of rewards, that float32 cannot hold (NaN, an infinity,
+        beyond 3.4028235e+38 in magnitude) raises InvalidArgumentError and is not logged.
+        """
         # Called once per episode and step: kept to the C call and the checks it needs.
         h = self._h
         if h is None:
@@ -175,7 +179,7 @@ class Env(_Handle):
 
         Args:
             episode_ids: n ids of running episodes.
-            rewards: n finite numbers (a sequence or an array; converted to float64).
+            rewards: n numbers that fit float32 (a sequence or an array; converted to float64).
 
         Every reward is checked before any is logged. If episode i fails, the exception names
         it and the episodes before i have their rewards logged.
