@@ -169,6 +169,66 @@ int onnxrl_episode_end_truncated(onnxrl_env *e, const char *episode_id, const fl
    NULL: ONNXRL_OK; second close: ONNXRL_ERR_STATE. */
 int onnxrl_env_close(onnxrl_env *e);
 
+/* ---- Vectorized built-in environments ------------------------------------------------- */
+
+/* num_envs sub-environments of a built-in environment (CartPole-v1, Pendulum-v1, ...: the
+   single-agent ones `sample run --list-envs` lists), stepped together on the calling thread,
+   with gymnasium 1.x's VectorEnv semantics and its default autoreset mode (next step): on the
+   step after sub-environment i's episode ended (terminated or truncated), i is reset instead
+   of stepped; its row then holds the first observation of the new episode, reward 0, both
+   flags 0 and the reset's info, and its action is ignored (but still checked).
+   The caller owns every buffer: obs num_envs * obs_size floats, rewards num_envs doubles,
+   terminated and truncated num_envs bytes (0 or 1), actions num_envs * action_size floats
+   (a Discrete action is its index as a float). Buffers are used during the call only. A step
+   allocates nothing while no sub-environment reports an info. */
+typedef struct onnxrl_vec_env onnxrl_vec_env;
+
+/* Makes num_envs (1 .. 2^20) sub-environments of the environment registered as name.
+   config_json: NULL, "" or a JSON object of the environment's config keys (as
+   `sample run --env-config`: {"max_episode_steps": 200}). seed: sub-environment i draws its
+   first episode's initial state with seed + i, unless the first reset passes seeds.
+   ONNXRL_ERR_NOT_FOUND for an unknown name; ONNXRL_ERR_INVALID_ARGUMENT for a bad config or
+   a multi-agent environment. */
+int onnxrl_vec_env_open(const char *name, const char *config_json, int64_t num_envs,
+                        uint64_t seed, onnxrl_vec_env **out);
+
+int onnxrl_vec_env_sizes(const onnxrl_vec_env *v, int64_t *num_envs, int64_t *obs_size,
+                         int64_t *action_size);
+
+/* The observation (which 0) or action (which 1) space of one sub-environment as spaces JSON
+   ({"type":"Box","low":[...],"high":[...],"shape":[4],"dtype":"float32"},
+   {"type":"Discrete","n":2,"start":0}, ...; infinite bounds as "inf"/"-inf"), written to buf
+   NUL-terminated. *len receives the length without the NUL; buf NULL with cap 0 asks for the
+   length only; cap <= *len is ONNXRL_ERR_LIMIT. */
+int onnxrl_vec_env_space(const onnxrl_vec_env *v, int which, char *buf, size_t cap, size_t *len);
+
+/* Resets every sub-environment and writes the first observations into obs. seeds: n_seeds 0
+   (seeds may be NULL): no reseeding (each keeps its random stream; the first reset uses the
+   open seed + i); 1: sub-environment i is seeded with seeds[0] + i; num_envs: with seeds[i].
+   infos_len (may be NULL) receives the length of the infos JSON (onnxrl_vec_env_infos), 0
+   when no sub-environment reported an info. Must come before the first step. */
+int onnxrl_vec_env_reset(onnxrl_vec_env *v, const uint64_t *seeds, int64_t n_seeds, float *obs,
+                         size_t *infos_len);
+
+/* Steps every sub-environment (or resets those whose episode ended on the previous step) and
+   writes the next observations, rewards and flags. Every action row is checked first: one
+   outside the action space is ONNXRL_ERR_INVALID_ARGUMENT naming its index, and nothing is
+   stepped or written (Box actions are clipped by the environments, as gymnasium's are; NaN is
+   refused). A step before the first reset is ONNXRL_ERR_STATE. A sub-environment that fails
+   (a bug in it) gets reward 0, flags 0 and is reset on the next step; the call then returns
+   ONNXRL_ERR_INTERNAL naming it after the others have stepped. infos_len as for reset. */
+int onnxrl_vec_env_step(onnxrl_vec_env *v, const float *actions, float *obs, double *rewards,
+                        uint8_t *terminated, uint8_t *truncated, size_t *infos_len);
+
+/* The infos of the last reset or step in gymnasium's vector layout, as a JSON object: for each
+   key k some sub-environment reported, "k" holds num_envs values (null where absent) and
+   "_k" num_envs booleans (whether sub-environment i reported it); "" when none did (the
+   built-in environments report none). buf, cap and len as for onnxrl_vec_env_space. */
+int onnxrl_vec_env_infos(const onnxrl_vec_env *v, char *buf, size_t cap, size_t *len);
+
+/* Releases v, waiting for a call in flight. NULL: ONNXRL_OK; second close: ONNXRL_ERR_STATE. */
+int onnxrl_vec_env_close(onnxrl_vec_env *v);
+
 #ifdef __cplusplus
 }
 #endif
