@@ -64,8 +64,18 @@ native-tools:
 # and torch for the export tests (PYTHON_TORCH=0 leaves torch out: those tests then skip).
 PYTHON ?= /usr/bin/python3
 PYTHON_TORCH ?= 1
-python-test: python-deps onnxruntime native build
+python-test: python-deps python-venv onnxruntime native build
 	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests/test_vector.py
+
+# The project's Python virtual environment (.venv, git-ignored): NumPy and pytest from the
+# system's site-packages, gymnasium 1.x from PyPI, for the tests of make_vec as a subclass of
+# gymnasium.vector.VectorEnv (python/tests/test_vector.py; Debian's python3 runs them without it).
+.PHONY: python-venv
+VENV ?= .venv
+python-venv: python-deps
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(VENV)
+	@$(VENV)/bin/python -c 'import gymnasium' 2>/dev/null || $(VENV)/bin/pip install -q 'gymnasium>=1.0,<2'
 
 # Debian's python3-numpy, python3-pytest (and python3-torch), when missing.
 python-deps:

@@ -5,6 +5,8 @@
   episodes (threads, or one vectorized simulator through :meth:`Env.get_actions`) ask for
   actions, one batched inference answers them, and the Go side records the training data.
 - :class:`PolicyClient` - RLlib's PolicyClient against ``sample serve`` (standard library HTTP).
+- :func:`make_vec` - the built-in environments (CartPole-v1, Pendulum-v1, ...) vectorized inside
+  the library, with gymnasium's ``VectorEnv`` API (a subclass of it when gymnasium is installed).
 - :func:`export_policy` - exports a ``torch.nn.Module`` policy to ONNX with the names and policy
   spec the sampler resolves without guessing, and checks the export by running both.
 
@@ -18,9 +20,10 @@ from .errors import (ActionTimeoutError, InternalError, InvalidArgumentError, Li
                      ModelError, NotFoundError, OutputError, SamplerError, StateError)
 from .export import ExportCheckError, export_policy
 from .policy import Policy
+from .vector import VectorEnv, make_vec
 
 __all__ = [
-    "Policy", "Env", "PolicyClient", "export_policy",
+    "Policy", "Env", "PolicyClient", "export_policy", "make_vec", "VectorEnv",
     "SamplerError", "InvalidArgumentError", "NotFoundError", "StateError", "ModelError", "LimitError",
     "ActionTimeoutError", "OutputError", "InternalError", "LibraryNotFoundError",
     "PolicyServerError", "ProtocolError", "ExportCheckError",
