@@ -1,4 +1,5 @@
-# Fails unless the provider library exports exactly CreateEpFactories and ReleaseEpFactory.
+# Fails unless the provider library exports exactly the runtime's two entry points and the
+# host-memory pinning pair (src/cuda/pinned.h).
 execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
@@ -10,6 +11,7 @@ foreach(l ${lines})
   list(APPEND names ${n})
 endforeach()
 list(SORT names)
-if(NOT names STREQUAL "CreateEpFactories;ReleaseEpFactory")
-  message(FATAL_ERROR "exported symbols are '${names}', want CreateEpFactories;ReleaseEpFactory")
+set(want "CreateEpFactories;OnnxrlEpPinHost;OnnxrlEpUnpinHost;ReleaseEpFactory")
+if(NOT names STREQUAL want)
+  message(FATAL_ERROR "exported symbols are '${names}', want ${want}")
 endif()

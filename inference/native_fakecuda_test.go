@@ -5,8 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,11 +63,14 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 		{"models", "models", nil},
 		{"models-deferred", "models", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
 		{"models-strict", "models", []string{"ONNXRL_FAKECUDA_DEFER=2"}},
+		{"models-unpinned", "models", []string{"ONNXRL_CUDA_PIN=0", "ONNXRL_FAKECUDA_DEFER=2"}},
 		{"graphs=0", "some", []string{"ONNXRL_CUDA_GRAPHS=0"}},
 		{"direct", "some", []string{"ONNXRL_CUDA_DIRECT_BYTES=0"}},
 		{"profile", "some", []string{"ONNXRL_CUDA_PROFILE=1"}},
 		{"out-of-memory", "oom", []string{"ONNXRL_FAKECUDA_MEM_LIMIT=4096"}},
 		{"large-deferred", "large", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
+		{"large-unpinned-deferred", "large", []string{"ONNXRL_CUDA_PIN=0", "ONNXRL_FAKECUDA_DEFER=1"}},
+		{"pinned-mixed-deferred", "mixed", []string{"ONNXRL_FAKECUDA_DEFER=1"}},
 		{"no-gpu", "error", []string{"ONNXRL_FAKECUDA_DEVICES=0", fakeCUDAWantEnv + "=no CUDA GPU found (cuInit: CUDA_ERROR_NO_DEVICE"}},
 		{"old-driver", "error", []string{"ONNXRL_FAKECUDA_DRIVER_VERSION=12000",
 			fakeCUDAWantEnv + "=the driver is too old for the NVRTC found: it supports CUDA 12.0, NVRTC is"}},
@@ -77,7 +83,7 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 			for _, kv := range os.Environ() {
 				name, _, _ := strings.Cut(kv, "=")
 				switch name {
-				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_FAKECUDA_MEM_LIMIT",
+				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_CUDA_PIN", "ONNXRL_FAKECUDA_MEM_LIMIT",
 					"ONNXRL_FAKECUDA_DEFER", "ONNXRL_FAKECUDA_DEVICES", "ONNXRL_FAKECUDA_DRIVER_VERSION",
 					"ONNXRL_FAKECUDA_COMPILE_ERROR", fakeCUDAWantEnv:
 					continue
@@ -92,6 +98,17 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 			assert.Contains(t, string(out), "--- PASS: TestNativeCUDAOnFakeDriver")
 			assert.NotContains(t, string(out), "--- SKIP")
 			assert.NotContains(t, string(out), "onnxrl fakecuda: ", "the fake driver refused a call:\n%s", out)
+			if c.name == "profile" {
+				// The inputs and outputs of the runs at batch 7 and 256 were copied straight from
+				// the sessions' pinned tensors (the probes at batch 1 and 2, made before the session
+				// exists, use buffers of their own).
+				prof := regexp.MustCompile(`\[2,(?:7|256),[0-9,]*\] \w+ copies \(([0-9]+)\.0 of ([0-9]+) tensors pinned\)`).
+					FindAllStringSubmatch(string(out), -1)
+				require.Len(t, prof, 4, "profile lines of the two models at batch 7 and 256:\n%s", out)
+				for _, m := range prof {
+					assert.Equal(t, m[2], m[1], "tensors pinned: %s", m[0])
+				}
+			}
 		})
 	}
 }
@@ -117,6 +134,51 @@ func fakeCUDAChild(t *testing.T, mode string) {
 		m, err := LoadFile("../models/lstm_policy.onnx")
 		require.NoError(t, err)
 		matchOn(t, m, "native:cuda:0", []int{2600})
+	case "mixed":
+		// Some tensors pinned and some not (as when pinning fails part way): each is copied
+		// its own way, the staged outputs chunk by chunk after their events, the straight
+		// ones waited for too (deferred: an output read early is stale).
+		m, err := LoadFile("../models/lstm_policy.onnx")
+		require.NoError(t, err)
+		const n = 2600
+		cpu, err := NewSession(m, Options{Capacity: n, IntraOpThreads: 1})
+		require.NoError(t, err)
+		defer cpu.Close()
+		nat, err := NewSession(m, Options{Device: "native:cuda:0", Capacity: n})
+		require.NoError(t, err)
+		defer nat.Close()
+		all := append(slices.Clone(nat.inputs), nat.outputs...)
+		require.Len(t, nat.pins.starts, len(all), "every tensor pinned")
+		for i, tn := range all {
+			require.Zero(t, uintptr(unsafe.Pointer(&tn.pinBuf[0]))%pageSize, "%s is page-aligned", tn.Info.Name)
+			if i%2 == 0 {
+				unpinTensor(t, nat, tn)
+			}
+		}
+		// A range overlapping a pinned one is refused with the reason.
+		err = (&pinSet{}).pin(0, all[1].pinBuf)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "overlaps one already pinned")
+		rng := rand.New(rand.NewSource(1))
+		require.NoError(t, cpu.SetBatch(n))
+		require.NoError(t, nat.SetBatch(n))
+		for rep := 0; rep < 2; rep++ {
+			fillInputs(t, rng, cpu, nat)
+			require.NoError(t, cpu.Run())
+			require.NoError(t, nat.Run())
+			compareOutputs(t, "lstm_policy, half the tensors pinned", cpu, nat)
+		}
+		// Close unpins the rest: the buffers can be pinned again.
+		bufs := make([][]byte, len(all))
+		for i, tn := range all {
+			bufs[i] = tn.pinBuf
+		}
+		require.NoError(t, nat.Close())
+		again := &pinSet{}
+		for _, b := range bufs {
+			require.NoError(t, again.pin(0, b))
+		}
+		require.NoError(t, again.release())
 	case "error":
 		// A session on native:cuda:0 fails with the error that names what is wrong (and the
 		// compile failure carries NVRTC's log); never a silent fallback to the host backend.
@@ -154,6 +216,16 @@ func fakeCUDAChild(t *testing.T, mode string) {
 	default:
 		t.Fatalf("%s=%q: unknown", fakeCUDAChildEnv, mode)
 	}
+}
+
+// unpinTensor unpins one of s's tensors, as if pinning it had failed.
+func unpinTensor(t *testing.T, s *Session, tn *Tensor) {
+	p := unsafe.Pointer(&tn.pinBuf[0])
+	i := slices.Index(s.pins.starts, p)
+	require.GreaterOrEqual(t, i, 0, "%s is pinned", tn.Info.Name)
+	one := &pinSet{starts: []unsafe.Pointer{p}}
+	require.NoError(t, one.release())
+	s.pins.starts = slices.Delete(s.pins.starts, i, i+1)
 }
 
 func fakeCUDAMatch(t *testing.T, path string) {

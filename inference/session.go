@@ -140,6 +140,7 @@ type Session struct {
 	batch    int
 	bindings []*binding // indexed by batch size
 	closed   bool
+	pins     *pinSet // the tensors' buffers page-locked for the GPU (native:cuda), or nil
 }
 
 type binding struct {
@@ -158,6 +159,9 @@ func NewSession(m *Model, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{model: m, device: dev}
+	if dev.Provider == "native" && dev.Backend == "cuda" {
+		s.pins = &pinSet{}
+	}
 	if err := s.planTensors(opts); err != nil {
 		return nil, err
 	}
@@ -180,6 +184,9 @@ func NewSession(m *Model, opts Options) (*Session, error) {
 	if err := s.resolveOutputs(opts); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.pins != nil {
+		s.pinTensors(opts.LogWarnings)
 	}
 	s.bindings = make([]*binding, s.capacity+1)
 	if err := s.SetBatch(1); err != nil {
@@ -365,7 +372,7 @@ func (s *Session) planTensors(opts Options) error {
 		if err != nil {
 			return err
 		}
-		if err := t.alloc(elems); err != nil {
+		if err := s.allocTensor(t, elems); err != nil {
 			return err
 		}
 		s.inputs = append(s.inputs, t)
@@ -486,12 +493,20 @@ func (s *Session) resolveOutputs(opts Options) error {
 		if err != nil {
 			return err
 		}
-		if err := t.alloc(elems); err != nil {
+		if err := s.allocTensor(t, elems); err != nil {
 			return err
 		}
 		s.outputs = append(s.outputs, t)
 	}
 	return nil
+}
+
+// allocTensor allocates a tensor's buffer, on pages of its own where the session pins them.
+func (s *Session) allocTensor(t *Tensor, elems int) error {
+	if s.pins != nil {
+		return t.allocPinnable(elems)
+	}
+	return t.alloc(elems)
 }
 
 // bind creates the I/O binding for batch size n.
@@ -597,6 +612,11 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	var unpinErr error
+	if s.pins != nil {
+		unpinErr = s.pins.release()
+		s.pins = nil
+	}
 	for i, b := range s.bindings {
 		if b != nil {
 			b.destroy()
@@ -608,7 +628,7 @@ func (s *Session) Close() error {
 			return fmt.Errorf("inference: closing the session: %w", err)
 		}
 	}
-	return nil
+	return unpinErr
 }
 
 // Model returns the session's model.

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"fmt"
+	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -31,6 +32,8 @@ type Tensor struct {
 	i64 []int64
 	u8  []uint8
 	b   []bool
+
+	pinBuf []byte // the buffer's pages, when it was allocated to be pinned (allocPinnable)
 }
 
 // Shape returns the shape at the current batch size. The caller must not modify it.
@@ -169,6 +172,32 @@ func (t *Tensor) alloc(elems int) error {
 		t.b = make([]bool, elems)
 	default:
 		return &TypeError{Name: t.Info.Name, Want: t.Info.ElemType, Detail: "element type not supported (float32, float64, int32, int64, uint8 and bool are)"}
+	}
+	return nil
+}
+
+// allocPinnable allocates the buffer on whole pages of its own (pinBuf), so that it can be
+// page-locked for the GPU (pinned.go).
+func (t *Tensor) allocPinnable(elems int) error {
+	size := map[ElemType]int{ElemFloat32: 4, ElemFloat64: 8, ElemInt32: 4, ElemInt64: 8, ElemUint8: 1, ElemBool: 1}[t.Info.ElemType]
+	if size == 0 {
+		return t.alloc(elems) // the same error
+	}
+	t.pinBuf = pageAligned(elems * size)
+	p := unsafe.Pointer(&t.pinBuf[0])
+	switch t.Info.ElemType {
+	case ElemFloat32:
+		t.f32 = unsafe.Slice((*float32)(p), elems)
+	case ElemFloat64:
+		t.f64 = unsafe.Slice((*float64)(p), elems)
+	case ElemInt32:
+		t.i32 = unsafe.Slice((*int32)(p), elems)
+	case ElemInt64:
+		t.i64 = unsafe.Slice((*int64)(p), elems)
+	case ElemUint8:
+		t.u8 = unsafe.Slice((*uint8)(p), elems)
+	case ElemBool:
+		t.b = unsafe.Slice((*bool)(p), elems)
 	}
 	return nil
 }

@@ -61,17 +61,20 @@ step "2/3 speed: ours and the CPU provider"
 (cd inference && timeout 90 $RUN/inference.test -test.run '^$' -test.bench 'NativeCUDAVsCPU' \
   -test.benchtime 1s > "$OUT/speed_ours.txt" 2>&1)
 check "BenchmarkNativeCUDAVsCPU" $?
-# What each choice buys: no CUDA graphs; every copy direct (pageable); every copy staged
-# (pinned chunks); and the time of each phase (ONNXRL_CUDA_PROFILE, eager with a sync per
-# phase).
-for v in "GRAPHS=0 nographs" "DIRECT_BYTES=0 direct" "DIRECT_BYTES=1000000000000 staged" "PROFILE=1 profile"; do
+# What each choice buys: no CUDA graphs; the sessions' tensors not pinned, so that every copy
+# is staged (pinned chunks) or direct (pageable) by size as before, every copy direct, every
+# copy staged; and the time of each phase (ONNXRL_CUDA_PROFILE, eager with a sync per phase),
+# pinned and not.
+for v in "GRAPHS=0 nographs" "PIN=0 unpinned" "PIN=0:DIRECT_BYTES=0 direct" "PIN=0:DIRECT_BYTES=1000000000000 staged" \
+  "PROFILE=1 profile" "PIN=0:PROFILE=1 profile_unpinned" "PIN=1 pinned_again"; do
   set -- $v
-  bt=0.5s; [ "$2" = profile ] && bt=50x
-  env ONNXRL_CUDA_$1 bash -c "cd inference && timeout 60 $RUN/inference.test -test.run '^\$' \
+  bt=0.5s; case $2 in profile*) bt=50x ;; esac
+  vars=$(echo "$1" | sed 's/^/ONNXRL_CUDA_/; s/:/ ONNXRL_CUDA_/g')
+  env $vars bash -c "cd inference && timeout 60 $RUN/inference.test -test.run '^\$' \
     -test.bench 'NativeCUDAVsCPU' -test.benchtime $bt > '$OUT/speed_ours_$2.txt' 2>&1"
-  check "BenchmarkNativeCUDAVsCPU, ONNXRL_CUDA_$1" $?
+  check "BenchmarkNativeCUDAVsCPU, $vars" $?
 done
-grep -h "onnxrl cuda profile" "$OUT/speed_ours_profile.txt" | tee -a "$PROGRESS"
+grep -h "onnxrl cuda profile" "$OUT/speed_ours_profile.txt" "$OUT/speed_ours_profile_unpinned.txt" | tee -a "$PROGRESS"
 grep Benchmark "$OUT/speed_ours.txt" | tee -a "$PROGRESS"
 step "2/3 speed: PyTorch"
 PYTHONUNBUFFERED=1 timeout 90 python3 scripts/device_bench_torch.py > "$OUT/speed_torch.jsonl" 2> "$OUT/speed_torch.err"
@@ -79,11 +82,12 @@ check "PyTorch" $?
 cat "$OUT/speed_torch.jsonl" | tee -a "$PROGRESS"
 
 step "3/3 end to end: sample run, 4096 CartPoles, 2 workers, greedy"
-for dev in native:cuda:0 cpu; do
-  name=${dev//:/_}
-  timeout 60 $RUN/sample run --env CartPole-v1 --num-envs 4096 --workers 2 --explore=false \
-    --steps 4000000 --device $dev --json > "$OUT/e2e_$name.json" 2> "$OUT/e2e_$name.err"
-  check "sample run --device $dev" $?
+for run in native:cuda:0 native:cuda:0/unpinned cpu; do
+  dev=${run%/*} name=${run//[:\/]/_} pin=1
+  [ "$run" = "${run%/unpinned}" ] || pin=0
+  ONNXRL_CUDA_PIN=$pin timeout 60 $RUN/sample run --env CartPole-v1 --num-envs 4096 --workers 2 --explore=false \
+    --steps 16000000 --device $dev --json > "$OUT/e2e_$name.json" 2> "$OUT/e2e_$name.err"
+  check "sample run --device $dev (ONNXRL_CUDA_PIN=$pin)" $?
   tail -c 1500 "$OUT/e2e_$name.json" | tee -a "$PROGRESS"
 done
 step "done (failed=$failed)"

@@ -29,6 +29,8 @@ constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 constexpr CUresult CUDA_ERROR_NO_BINARY_FOR_GPU = 209;
 constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+constexpr CUresult CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 
 // CUdevice_attribute values.
 constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
@@ -39,6 +41,8 @@ constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // CUstream_flags.
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+// cuMemHostRegister flags.
+constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 1;
 // CUevent_flags.
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 // CUstreamCaptureMode.
@@ -66,6 +70,8 @@ struct DriverApi {
   CUresult (*cuMemFree_v2)(CUdeviceptr);
   CUresult (*cuMemAllocHost_v2)(void**, size_t);
   CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuMemHostRegister_v2)(void*, size_t, unsigned flags);
+  CUresult (*cuMemHostUnregister)(void*);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void*, size_t);
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync_v2)(void*, CUdeviceptr, size_t, CUstream);

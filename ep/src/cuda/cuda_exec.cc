@@ -11,6 +11,7 @@
 #include "../shape_util.h"
 #include "compiler.h"
 #include "device_args.h"
+#include "pinned.h"
 
 namespace onnxrl_ep {
 
@@ -243,9 +244,11 @@ CudaExecutor::~CudaExecutor() {
     for (int64_t k : s->run.key) key += (key.empty() ? "" : ",") + std::to_string(k);
     double n = static_cast<double>(s->runs);
     std::fprintf(stderr,
-                 "onnxrl cuda profile %s [%s] %s copies, %lld runs, us per run: in %.1f kernels %.1f out %.1f\n",
-                 plan_.name.c_str(), key.c_str(), s->direct ? "direct" : "staged", s->runs, s->us_in / n,
-                 s->us_kernels / n, s->us_out / n);
+                 "onnxrl cuda profile %s [%s] %s copies (%.1f of %zu tensors pinned), %lld runs, us per run: in %.1f "
+                 "kernels %.1f out %.1f\n",
+                 plan_.name.c_str(), key.c_str(), s->direct ? "direct" : "staged",
+                 static_cast<double>(s->pinned) / n, plan_.inputs.size() + plan_.outputs.size(), s->runs,
+                 s->us_in / n, s->us_kernels / n, s->us_out / n);
   }
   const auto& a = dev_.api();
   if (a.cuCtxSetCurrent(dev_.ctx) != cu::CUDA_SUCCESS) return;
@@ -342,6 +345,8 @@ CudaExecutor::Sig& CudaExecutor::Resolve(const Inputs& in) {
       s->out_bytes.push_back(static_cast<size_t>(NumElements(s->run.shapes[v])) * ElemSize(plan_.values[v].type));
       total += s->out_bytes.back();
     }
+    s->in_pin.assign(plan_.inputs.size(), 0);
+    s->out_pin.assign(plan_.outputs.size(), 0);
     s->direct = total >= DirectBytes();
     if (!s->direct) {
       for (size_t b : s->in_bytes) s->pin_in.push_back(pinned(b));
@@ -409,7 +414,7 @@ void CudaExecutor::CopyIn(Sig& s) {
   const auto& a = dev_.api();
   for (size_t i = 0; i < plan_.inputs.size(); i++) {
     cu::CUdeviceptr dst = s.dptr[plan_.inputs[i]];
-    if (s.direct) {
+    if (s.direct || s.in_pin[i]) {
       if (s.in_bytes[i] > 0)
         CuCheck(a, a.cuMemcpyHtoDAsync_v2(dst, in_.data[i], s.in_bytes[i], stream_), "cuMemcpyHtoDAsync");
       continue;
@@ -431,7 +436,7 @@ void CudaExecutor::CopyOut(Sig& s) {
     const Value& val = plan_.values[plan_.outputs[i]];
     if (val.input >= 0 || val.is_const || s.out_bytes[i] == 0) continue;
     cu::CUdeviceptr src = s.dptr[plan_.outputs[i]];
-    if (s.direct) {
+    if (s.direct || s.out_pin[i]) {
       CuCheck(a, a.cuMemcpyDtoHAsync_v2(out_data_[i], src, s.out_bytes[i], stream_), "cuMemcpyDtoHAsync");
       continue;
     }
@@ -446,14 +451,20 @@ void CudaExecutor::CopyOut(Sig& s) {
 
 void CudaExecutor::Unstage(Sig& s) {
   const auto& a = dev_.api();
-  if (s.direct || s.events.empty()) {
+  const bool chunked = !s.direct && !s.events.empty();
+  if (!chunked) {
     CuCheck(a, a.cuStreamSynchronize(stream_), "running the kernels (cuStreamSynchronize)");
     if (s.direct) return;
   }
   size_t ev = 0;
+  bool straight = false;
   for (size_t i = 0; i < plan_.outputs.size(); i++) {
     const Value& val = plan_.values[plan_.outputs[i]];
     if (val.input >= 0 || val.is_const || s.out_bytes[i] == 0) continue;
+    if (s.out_pin[i]) {
+      straight = true;
+      continue;
+    }
     const auto* pin = static_cast<const unsigned char*>(s.pin_out[i]);
     auto* dst = static_cast<unsigned char*>(out_data_[i]);
     for (size_t off = 0; off < s.out_bytes[i]; off += kChunkBytes) {
@@ -463,6 +474,9 @@ void CudaExecutor::Unstage(Sig& s) {
       std::memcpy(dst + off, pin + off, n);
     }
   }
+  // The straight copies into pinned outputs may still be on their way after the last event.
+  if (chunked && straight)
+    CuCheck(a, a.cuStreamSynchronize(stream_), "running the kernels (cuStreamSynchronize)");
 }
 
 // Profile runs a signature eagerly with a synchronization after each phase and adds the
@@ -517,6 +531,14 @@ OrtStatus* CudaExecutor::Compute(OrtKernelContext* ctx) noexcept {
       OrtValue* out = nullptr;
       Check(g_ort->KernelContext_GetOutput(ctx, i, shape.data(), shape.size(), &out), "KernelContext_GetOutput");
       Check(g_ort->GetTensorMutableData(out, &out_data_[i]), "GetTensorMutableData");
+    }
+    for (size_t i = 0; i < plan_.inputs.size(); i++) {
+      s.in_pin[i] = IsPinned(in_.data[i], s.in_bytes[i]);
+      s.pinned += s.in_pin[i];
+    }
+    for (size_t i = 0; i < plan_.outputs.size(); i++) {
+      s.out_pin[i] = IsPinned(out_data_[i], s.out_bytes[i]);
+      s.pinned += s.out_pin[i];
     }
     const bool replay = s.graph != nullptr;
     if (Profiling()) {

@@ -1,6 +1,6 @@
 // The CUDA backend: a plan run on one GPU. Weights stay resident on the device; inputs and
-// outputs are staged through pinned host buffers with asynchronous copies on one stream per
-// executor; each input signature (in practice each batch size) gets its device buffers once,
+// outputs are copied with asynchronous DMA on one stream per executor, straight where they lie
+// in host memory their owner pinned (pinned.h), else staged through pinned host buffers; each input signature (in practice each batch size) gets its device buffers once,
 // runs eagerly the first time and its launches are then captured into a CUDA graph that later
 // runs replay (the copies stay on the stream, outside the graph).
 // The runtime's tensors stay on the CPU (the factory registers no device allocator).
@@ -78,11 +78,14 @@ class CudaExecutor {
     std::vector<void*> pin_in, pin_out;    // per fused input / output (staged copies only)
     std::vector<size_t> in_bytes, out_bytes;
     bool direct = false;  // copies straight from and to the runtime's tensors (DirectBytes)
+    // This run's inputs and outputs that lie in pinned host memory (pinned.h): copied straight,
+    // whatever direct says.
+    std::vector<char> in_pin, out_pin;
     // Staged outputs of more than one chunk: an event after each chunk's copy, so that the
     // host copies a chunk out while the next ones are still on their way.
     std::vector<cu::CUevent> events;
     // The profile ($ONNXRL_CUDA_PROFILE=1): runs and microseconds in each phase.
-    long long runs = 0;
+    long long runs = 0, pinned = 0;  // pinned: tensors copied straight from pinned memory
     double us_in = 0, us_kernels = 0, us_out = 0;
     DeviceContext::ScratchMap scratch;  // (step, index) -> buffer and its floats
     cu::CUgraphExec graph = nullptr;
@@ -96,9 +99,10 @@ class CudaExecutor {
   // Mlp runs a group of Dense steps (ops.h, FindDenseGroups) as one onnxrl_mlp launch.
   void Mlp(Sig& s, const DenseGroup& g);
   // CopyIn and CopyOut issue a run's copies on the stream: straight from and to the runtime's
-  // tensors (direct), or through the pinned buffers in chunks of kChunkBytes, so that the host
-  // copies one chunk while the DMA engine moves another (CopyIn fills the pinned buffers; Unstage
-  // waits for the stream, or chunk by chunk for its events, and empties them into the outputs).
+  // tensors (direct, or those in pinned memory), or through the pinned buffers in chunks of
+  // kChunkBytes, so that the host copies one chunk while the DMA engine moves another (CopyIn
+  // fills the pinned buffers; Unstage waits for the stream, or chunk by chunk for its events,
+  // empties them into the outputs, and waits for the straight copies).
   void CopyIn(Sig& s);
   void CopyOut(Sig& s);
   void Unstage(Sig& s);

@@ -98,6 +98,8 @@ void LoadDriverOnce(DriverHolder& h) {
   Bind(lib, "cuMemFree_v2", &a.cuMemFree_v2, &missing);
   Bind(lib, "cuMemAllocHost_v2", &a.cuMemAllocHost_v2, &missing);
   Bind(lib, "cuMemFreeHost", &a.cuMemFreeHost, &missing);
+  Bind(lib, "cuMemHostRegister_v2", &a.cuMemHostRegister_v2, &missing);
+  Bind(lib, "cuMemHostUnregister", &a.cuMemHostUnregister, &missing);
   Bind(lib, "cuMemcpyHtoD_v2", &a.cuMemcpyHtoD_v2, &missing);
   Bind(lib, "cuMemcpyHtoDAsync_v2", &a.cuMemcpyHtoDAsync_v2, &missing);
   Bind(lib, "cuMemcpyDtoHAsync_v2", &a.cuMemcpyDtoHAsync_v2, &missing);

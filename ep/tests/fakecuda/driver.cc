@@ -169,6 +169,7 @@ struct State {
   size_t limit = SIZE_MAX;
   size_t device_bytes = 0;
   std::map<uintptr_t, Allocation> allocations;  // by base address
+  std::map<uintptr_t, size_t> registered;        // cuMemHostRegister's ranges, by base address
   std::set<Stream*> streams;
   std::set<Graph*> graphs;
   std::set<GraphExec*> execs;
@@ -632,6 +633,45 @@ ONNXRL_FAKECUDA_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) { retu
 
 ONNXRL_FAKECUDA_EXPORT CUresult cuMemFreeHost(void* p) { return Free(p, true); }
 
+// cuMemHostRegister_v2 records a host range as page-locked; like the driver it refuses a range
+// that overlaps one already registered, and flags it does not know.
+ONNXRL_FAKECUDA_EXPORT CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned flags) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return kNotInitialized;
+  if (p == nullptr || bytes == 0 || (flags & ~0xfu) != 0) return kInvalidValue;
+  if (!t_current) return Misuse(kInvalidContext, "cuMemHostRegister with no current context");
+  if (CUresult r = Unsafe(s, "cuMemHostRegister")) return r;
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  auto next = s.registered.lower_bound(base);
+  if (next != s.registered.end() && next->first < base + bytes)
+    return Misuse(cu::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister(%p, %zu): overlaps %p", p, bytes,
+                  reinterpret_cast<void*>(next->first));
+  if (next != s.registered.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second > base)
+      return Misuse(cu::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister(%p, %zu): overlaps %p", p,
+                    bytes, reinterpret_cast<void*>(prev->first));
+  }
+  s.registered[base] = bytes;
+  return 0;
+}
+
+// cuMemHostUnregister lets the work issued so far finish (it may still read the range), then
+// forgets the range; p must be a registered range's base.
+ONNXRL_FAKECUDA_EXPORT CUresult cuMemHostUnregister(void* p) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return kNotInitialized;
+  if (CUresult r = Unsafe(s, "cuMemHostUnregister")) return r;
+  auto it = s.registered.find(reinterpret_cast<uintptr_t>(p));
+  if (it == s.registered.end())
+    return Misuse(cu::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister(%p): not a registered range", p);
+  if (CUresult r = FlushAll(s)) return r;
+  s.registered.erase(it);
+  return 0;
+}
+
 ONNXRL_FAKECUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
   {
     State& s = S();
@@ -875,6 +915,8 @@ ONNXRL_FAKECUDA_SAME_TYPE(cuMemAlloc_v2);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemFree_v2);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemAllocHost_v2);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemFreeHost);
+ONNXRL_FAKECUDA_SAME_TYPE(cuMemHostRegister_v2);
+ONNXRL_FAKECUDA_SAME_TYPE(cuMemHostUnregister);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemcpyHtoD_v2);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemcpyHtoDAsync_v2);
 ONNXRL_FAKECUDA_SAME_TYPE(cuMemcpyDtoHAsync_v2);
