@@ -17,21 +17,18 @@ import (
 type policy struct {
 	actor    *server.PolicyActor
 	obsSpace spaces.Space
+	actSpace spaces.Space
 	obsSize  int
 	actSize  int
 }
 
-// loadPolicy loads model (a path or a bundled name, a regular file of at most maxBytes) with
-// the runtime, with the status of what went wrong.
-func loadPolicy(model string, maxBytes int64) (*models.Policy, error) {
+// loadPolicy loads model (a path or a bundled name) with the runtime, with the status of
+// what went wrong.
+func loadPolicy(model string) (*models.Policy, error) {
 	if err := inference.Init(); err != nil {
 		return nil, withStatus(statusNotFound, err)
 	}
-	p, err := models.OpenLimit(model, maxBytes)
-	var se *inference.FileSizeError
-	if errors.As(err, &se) {
-		return nil, withStatus(statusLimit, fmt.Errorf("onnxrl: %w (raise the limit with the option \"max_model_bytes\")", err))
-	}
+	p, err := models.Open(model)
 	if err != nil {
 		if s := statusOf(err); s == statusNotFound {
 			return nil, withStatus(s, err)
@@ -47,7 +44,7 @@ func openPolicy(model string, optionsJSON []byte) (*policy, error) {
 	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
 	}
-	p, err := loadPolicy(model, o.MaxModelBytes)
+	p, err := loadPolicy(model)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +57,7 @@ func openPolicy(model string, optionsJSON []byte) (*policy, error) {
 	if err != nil {
 		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
-	return &policy{actor: a, obsSpace: p.Spec.ObservationSpace, obsSize: a.ObservationSize(), actSize: a.ActionSize()}, nil
+	return &policy{actor: a, obsSpace: p.Spec.ObservationSpace, actSpace: p.Spec.ActionSpace, obsSize: a.ObservationSize(), actSize: a.ActionSize()}, nil
 }
 
 // act computes the actions (and log-probabilities and values, when not nil) of the

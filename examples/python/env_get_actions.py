@@ -28,7 +28,7 @@ def run(env: Env, n: int, steps: int, seed: int = 0) -> dict[str, float]:
     """Runs n CartPoles for `steps` steps through env; returns the figures of the run."""
     sim = VecCartPole(n, seed)
     ids = [env.start_episode() for _ in range(n)]
-    actions = np.empty((n, 1), np.float32)
+    actions = np.empty(n, np.int64)  # Discrete(2): one int per episode
     returns = np.zeros(n)
     finished: list[float] = []
     start = time.perf_counter()

@@ -78,13 +78,16 @@ const char *onnxrl_status_name(int status);
    options_json keys: "device" ("cpu", "cuda[:N]"; default "cpu"), "threads" (ONNX Runtime
    intra-op threads per session, default 1), "seed" (default 0), "workers" (sessions, and so
    calls computed at once; default 1), "normalize_actions" (default true), "clip_actions"
-   (default false), "max_model_bytes" (the largest model file read, default 1073741824, 1 GiB).
-   The model must be a regular file under that size, checked before it is read: a larger one
-   is ONNXRL_ERR_LIMIT, a device or pipe (/dev/zero) ONNXRL_ERR_MODEL. Recurrent policies are
-   refused (ONNXRL_ERR_MODEL): the episode API keeps their state. */
+   (default false). Recurrent policies are refused (ONNXRL_ERR_MODEL): the episode API keeps
+   their state. */
 int onnxrl_policy_open(const char *model, const char *options_json, onnxrl_policy **out);
 
 int onnxrl_policy_sizes(const onnxrl_policy *p, int64_t *obs_size, int64_t *action_size);
+
+/* The observation (which 0) or action (which 1) space of the policy as spaces JSON, as
+   onnxrl_vec_env_space writes it (buf, cap and len likewise): for hosts that give a Discrete
+   action as an integer rather than as its index in a float. */
+int onnxrl_policy_space(const onnxrl_policy *p, int which, char *buf, size_t cap, size_t *len);
 
 /* Computes actions for n observations (obs: n * obs_size values; actions: n * action_size).
    explore != 0 samples from the action distribution (seeded: the same seed and calls give the
@@ -113,10 +116,13 @@ int onnxrl_policy_close(onnxrl_policy *p);
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot
    in a sample batch, default 200), "device", "threads", "normalize_actions",
-   "clip_actions", "max_model_bytes" (as for onnxrl_policy_open). */
+   "clip_actions" (as for onnxrl_policy_open). */
 int onnxrl_env_open(const char *model, const char *options_json, onnxrl_env **out);
 
 int onnxrl_env_sizes(const onnxrl_env *e, int64_t *obs_size, int64_t *action_size);
+
+/* The env's observation (which 0) or action (which 1) space, as onnxrl_policy_space. */
+int onnxrl_env_space(const onnxrl_env *e, int which, char *buf, size_t cap, size_t *len);
 
 /* Starts an episode. episode_id NULL: an id is generated (a UUID, 36 characters) and written
    to id_out, NUL-terminated, which must then hold id_cap >= 37 bytes. With an episode_id,

@@ -10,8 +10,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _lib
+from ._actions import ActionLayout, space_json
 from ._handle import _Handle
-from ._arrays import data_ptr, options_json, out_array, rows_of
+from ._arrays import data_ptr, options_json, rows_of
 from .errors import StateError
 
 _ID_CAP = 64  # a generated id is a UUID (36 characters and the NUL)
@@ -37,12 +38,12 @@ class Env(_Handle):
         seed: seed of the action sampling.
         **options: the other keys of ``onnxrl_env_open``: ``device``, ``threads``,
             ``max_wait_us``, ``max_batch``, ``timeout_ms``, ``fragment_length``,
-            ``max_file_size``, ``normalize_actions``, ``clip_actions``, ``max_model_bytes``
-            (the largest model file read, default 1 GiB). A misspelt key is an
+            ``max_file_size``, ``normalize_actions``, ``clip_actions``. A misspelt key is an
             InvalidArgumentError.
 
-    Observations and actions are float32 rows of ``obs_size`` / ``action_size`` values; a
-    Discrete action is its index as a float (``int(action[0])``).
+    Observations are float32 rows of ``obs_size`` values. Actions come as the action space has
+    them (``action_layout``): an int64 of shape ``()`` for a Discrete space (``(n,)`` from
+    get_actions), float32 of a Box's shape.
 
     Example::
 
@@ -67,8 +68,11 @@ class Env(_Handle):
         _lib.check(self._lib.onnxrl_env_sizes(self._h, ctypes.byref(o), ctypes.byref(a)))
         #: Values of one observation (float32).
         self.obs_size: int = o.value
-        #: Values of one action (float32).
+        #: Values of one action in the C API (float32).
         self.action_size: int = a.value
+        #: One action as the action space has it (get_action(s) return these): int64 of shape ()
+        #: for a Discrete space, float32 a Box's shape, ... (see Policy.action_layout).
+        self.action_layout = ActionLayout(space_json(self._lib, "onnxrl_env_space", self._h, 1), a.value)
         self.model = str(model)
         self.out = out
         # get_actions keeps the C array of the last ids it was given: a vectorized simulator
@@ -97,18 +101,20 @@ class Env(_Handle):
     def get_action(self, episode_id: str, observation: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
         """Reports an observation (float32, ``obs_size`` values) and waits for the action.
 
-        Returns the action, shape ``(action_size,)``, written into ``out`` when given. Raises
+        Returns the action as the action space has it (``action_layout``: an int64 of shape
+        ``()`` for a Discrete space, float32 of a Box's shape), written into ``out`` when given
+        (an array of that dtype and shape). Raises
         NotFoundError for an unknown episode, StateError for one that has ended or already
         waits, InvalidArgumentError for an observation outside the space, ActionTimeoutError.
         """
         h = self._handle()
         if rows_of(observation, self.obs_size, "observation") not in (-1, 1):
             raise ValueError(f"observation: shape {observation.shape}: want one row of {self.obs_size} values")
-        act = out_array(out, (self.action_size,), "out")
-        st = self._lib.onnxrl_episode_get_action(h, _id_bytes(episode_id), data_ptr(observation), data_ptr(act))
+        act, raw = self.action_layout.out(out, None, "out")
+        st = self._lib.onnxrl_episode_get_action(h, _id_bytes(episode_id), data_ptr(observation), data_ptr(raw))
         if st:
             _lib.raise_status(st)
-        return act
+        return self.action_layout.finish(act, raw)
 
     def get_actions(self, episode_ids: Sequence[str], observations: np.ndarray,
                     out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -117,10 +123,11 @@ class Env(_Handle):
         Args:
             episode_ids: n ids of running episodes, all different.
             observations: float32, C-contiguous, shape ``(n, obs_size)`` (or ``(n, *shape)``).
-            out: the actions' destination, shape ``(n, action_size)``; None allocates.
+            out: the actions' destination, like the result; None allocates.
 
         Returns:
-            The actions, shape ``(n, action_size)``. All n are answered by the same sampler in
+            The actions as the action space has them, n first (int64 ``(n,)`` for a Discrete
+            space, float32 ``(n, *shape)`` for a Box). All n are answered by the same sampler in
             as few inferences as the batching allows. If episode i fails, the exception names
             it and the rows before i hold their actions.
         """
@@ -128,12 +135,15 @@ class Env(_Handle):
         n = rows_of(observations, self.obs_size, "observations")
         if n != len(episode_ids):
             raise ValueError(f"observations: {max(n, 1)} rows for {len(episode_ids)} episode ids")
-        act = out_array(out, (n, self.action_size), "out")
+        act, raw = self.action_layout.out(out, n, "out")
+        if raw is not act:
+            raw.fill(np.nan)  # the rows a failing call leaves alone (see finish_written)
         st = self._lib.onnxrl_episode_get_actions(h, self._id_array(episode_ids), n,
-                                                  data_ptr(observations), data_ptr(act))
+                                                  data_ptr(observations), data_ptr(raw))
         if st:
+            self.action_layout.finish_written(act, raw)
             _lib.raise_status(st)
-        return act
+        return self.action_layout.finish(act, raw)
 
     def _id_array(self, episode_ids: Sequence[str]) -> Any:
         """The C array of the ids, reused while a thread asks for the same ids."""
@@ -148,8 +158,14 @@ class Env(_Handle):
 
     def log_action(self, episode_id: str, observation: np.ndarray, action: np.ndarray) -> None:
         """Reports an observation with the action the simulator took itself (recorded instead
-        of the policy's). Does not wait. ``action``: float32, ``action_size`` values."""
+        of the policy's). Does not wait. ``action``: float32, ``action_size`` values, or for an
+        integer space an integer (array) as get_action returns it."""
         h = self._handle()
+        if self.action_layout.integer and not (isinstance(action, np.ndarray) and action.dtype == np.float32):
+            a = np.asarray(action)
+            if a.dtype.kind not in "iu" or a.size != self.action_size:
+                raise ValueError(f"action: {action!r}: want {self.action_size} integer value(s) of the action space")
+            action = a.astype(np.float32).reshape(self.action_size)
         if rows_of(observation, self.obs_size, "observation") not in (-1, 1):
             raise ValueError(f"observation: shape {observation.shape}: want one row of {self.obs_size} values")
         if rows_of(action, self.action_size, "action") not in (-1, 1):

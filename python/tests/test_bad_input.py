@@ -40,7 +40,7 @@ def test_random_input_to_policy(lib):
                       values=bool(rng.integers(2)))
             except (ValueError, SamplerError):
                 pass
-        assert p.act(good).shape == (2, 1)
+        assert p.act(good).shape == (2,)  # Discrete(2): one int64 per row
 
 
 def test_random_input_to_env(lib):
@@ -67,4 +67,4 @@ def test_random_input_to_env(lib):
             except (ValueError, SamplerError):
                 pass
         a = env.get_action(ids[1], np.zeros(4, np.float32))
-        assert a.shape == (1,)
+        assert a.shape == () and a.dtype == np.int64

@@ -84,7 +84,7 @@ def test_env_records_what_the_go_external_env_records(lib, serve, tmp_path):
     with Env("cartpole_mlp", out=py_out, explore=False, seed=5) as env:
         py_actions = run_script(
             start=lambda i: env.start_episode(i),
-            get_actions=lambda ids, obs: [int(a[0]) for a in env.get_actions(ids, obs)],
+            get_actions=lambda ids, obs: [int(a) for a in env.get_actions(ids, obs)],
             log_action=lambda i, o, a: env.log_action(i, o, np.array([a], np.float32)),
             log_returns=env.log_returns,
             end=lambda i, o, trunc: env.end_episode(i, o, truncated=trunc))
@@ -114,10 +114,10 @@ def test_threads_run_their_own_episodes(lib, tmp_path):
         def work(k: int) -> None:
             try:
                 eid = env.start_episode()
-                act = np.empty(1, np.float32)
+                act = np.empty((), np.int64)  # Discrete(2): an int64 of shape ()
                 for t in range(steps):
                     a = env.get_action(eid, observation(k, t), out=act)
-                    assert a is act and a[0] in (0.0, 1.0)
+                    assert a is act and int(a) in (0, 1)
                     env.log_returns(eid, 1.0)
                 env.end_episode(eid, observation(k, steps))
             except BaseException as e:
@@ -197,10 +197,10 @@ def test_bad_input(lib):
         with pytest.raises(InvalidArgumentError):
             env.log_action(eid, obs, np.array([5], np.float32))  # not in Discrete(2)
         # get_actions stops at the first bad episode: the rows before it are written
-        out = np.full((2, 1), -7, np.float32)
+        out = np.full(2, -7, np.int64)
         with pytest.raises(NotFoundError, match="episode 1 of 2"):
             env.get_actions(["e1", "nope"], np.stack([obs, obs]), out=out)
-        assert out[0, 0] in (0.0, 1.0) and out[1, 0] == -7
+        assert out[0] in (0, 1) and out[1] == -7
         with pytest.raises(StateError, match="episode 1 of 2"):  # the same episode twice
             env.get_actions(["e1", "e1"], np.stack([obs, obs]))
         env.end_episode(eid, obs)

@@ -104,7 +104,7 @@ def test_mlp(lib, sample_bin, tmp_path):
         logits, value = m(torch.from_numpy(obs))
     with Policy(path) as p:
         a, lp, v = p.act(obs, logp=True, values=True)
-    np.testing.assert_array_equal(a[:, 0], logits.argmax(1).numpy())
+    np.testing.assert_array_equal(a, logits.argmax(1).numpy())
     np.testing.assert_allclose(lp, torch.log_softmax(logits, 1).max(1).values.numpy(), atol=1e-5)
     np.testing.assert_allclose(v, value.numpy(), atol=1e-5)
 
@@ -123,7 +123,7 @@ def test_action_only_and_gymnasium_style_spaces(lib, tmp_path):
     with Policy(path) as p:
         with pytest.raises(ValueError, match="value"):
             p.act(np.zeros((1, 4), np.float32), values=True)
-        assert p.act(np.zeros((2, 4), np.float32)).shape == (2, 1)
+        assert p.act(np.zeros((2, 4), np.float32)).shape == (2,)
 
 
 @pytest.mark.parametrize("module,state_shapes,action_space", [

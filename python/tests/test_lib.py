@@ -50,10 +50,10 @@ def test_loads_from_anywhere(lib, tmp_path):
     env["ONNXRL_SAMPLER_LIBRARY"] = lib._name
     env["PYTHONPATH"] = os.path.join(REPO, "python")
     code = ("import numpy as np, onnxrl_sampler as o; p = o.Policy('cartpole_mlp'); "
-            "print(p.act(np.zeros(4, np.float32))[0])")
+            "print(p.act(np.zeros(4, np.float32)))")
     r = _run(code, env, str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() in ("0.0", "1.0")
+    assert r.stdout.strip() in ("0", "1")  # Discrete(2): an integer
 
 
 def test_not_found_in_a_fresh_process(tmp_path):
@@ -78,8 +78,8 @@ def test_library_in_the_package_folder(lib, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("ONNXRUNTIME_SHARED_LIBRARY_PATH", "ONNXRL_SAMPLER_LIBRARY")}
     env["PYTHONPATH"] = str(tmp_path / "site")
     code = ("import numpy as np, onnxrl_sampler as o; p = o.Policy('cartpole_mlp'); "
-            "print(o._lib.lib()._name); print(p.act(np.zeros(4, np.float32))[0])")
+            "print(o._lib.lib()._name); print(p.act(np.zeros(4, np.float32)))")
     r = _run(code, env, str(tmp_path))
     assert r.returncode == 0, r.stderr
     where, act = r.stdout.split()
-    assert where == str(pkg / "libonnxrl_sampler.so") and act in ("0.0", "1.0")
+    assert where == str(pkg / "libonnxrl_sampler.so") and act in ("0", "1")

@@ -63,8 +63,9 @@ def test_act_equals_sample_infer(lib, sample_bin, tmp_path, model, shape, low, h
     want_act, want_logp, want_values = reference(outs, spec)
     with Policy(model) as p:
         act, logp, values = p.act(obs, logp=True, values=True)
-    assert act.shape == (batch, p.action_size) and logp.shape == (batch,) and values.shape == (batch,)
-    np.testing.assert_allclose(act, want_act, rtol=1e-5, atol=1e-5)
+    assert act.shape == (batch, *p.action_layout.shape) and logp.shape == (batch,) and values.shape == (batch,)
+    assert act.dtype == (np.int64 if spec["distribution"] == "categorical" else np.float32)
+    np.testing.assert_allclose(act.reshape(batch, -1), want_act, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(logp, want_logp, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(values, want_values, rtol=1e-5, atol=1e-5)
 
@@ -73,7 +74,7 @@ def test_out_arrays_are_written_in_place(lib):
     obs = np.linspace(-0.3, 0.3, 32, dtype=np.float32).reshape(8, 4)
     with Policy("cartpole_mlp") as p:
         want_a, want_lp, want_v = p.act(obs, logp=True, values=True)
-        a = np.full((8, 1), -7, np.float32)
+        a = np.full(8, -7, np.int64)  # Discrete(2): int64, shape (n,)
         lp = np.full(8, -7, np.float32)
         v = np.full(8, -7, np.float32)
         got = p.act(obs, out=(a, lp, v), logp=True, values=True)
@@ -81,11 +82,11 @@ def test_out_arrays_are_written_in_place(lib):
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(lp, want_lp)
         np.testing.assert_array_equal(v, want_v)
-        only = np.full((8, 1), -7, np.float32)
+        only = np.full(8, -7, np.int64)
         assert p.act(obs, out=only) is only
         np.testing.assert_array_equal(only, want_a)
         # values alone: out holds (actions, values)
-        a2, v2 = np.empty((8, 1), np.float32), np.empty(8, np.float32)
+        a2, v2 = np.empty(8, np.int64), np.empty(8, np.float32)
         p.act(obs, out=(a2, v2), values=True)
         np.testing.assert_array_equal(v2, want_v)
 
@@ -94,17 +95,18 @@ def test_single_observation_and_image_shapes(lib):
     with Policy("cartpole_mlp") as p:
         one = np.array([0.01, 0.02, -0.03, 0.04], np.float32)
         a, lp, v = p.act(one, logp=True, values=True)
-        assert a.shape == (1,) and lp.shape == () and v.shape == ()
+        assert a.shape == () and a.dtype == np.int64 and lp.shape == () and v.shape == ()
+        assert p.action_layout.shape == () and p.action_size == 1
         batch = p.act(one[None])
-        assert batch.shape == (1, 1) and batch[0, 0] == a[0]
-        assert p.act(np.zeros((0, 4), np.float32)).shape == (0, 1)
+        assert batch.shape == (1,) and batch[0] == a
+        assert p.act(np.zeros((0, 4), np.float32)).shape == (0,)
         ro = np.frombuffer(one.tobytes() * 3, np.float32).reshape(3, 4)  # read-only memory
         assert not ro.flags.writeable
         np.testing.assert_array_equal(p.act(ro), np.repeat(batch, 3, 0))
     with Policy("cnn_policy") as p:
         obs = np.full((2, 3, 32, 32), 0.5, np.float32)
-        assert p.act(obs).shape == (2, 1)
-        assert p.act(obs.reshape(2, -1)).shape == (2, 1)  # flat rows are the same observations
+        assert p.act(obs).shape == (2,)
+        assert p.act(obs.reshape(2, -1)).shape == (2,)  # flat rows are the same observations
 
 
 def test_explore_is_seeded(lib):
@@ -161,7 +163,7 @@ def test_bad_observations_raise_value_error(lib, obs, match):
 def test_observation_outside_the_space_writes_nothing(lib):
     obs = np.zeros((3, 4), np.float32)
     obs[2, 2] = 1.0  # pole angle beyond 0.419 rad
-    out = np.full((3, 1), -7, np.float32)
+    out = np.full(3, -7, np.int64)
     with Policy("cartpole_mlp") as p:
         with pytest.raises(InvalidArgumentError, match="observation 2 .* outside the observation space") as e:
             p.act(obs, out=out)
@@ -173,17 +175,17 @@ def test_observation_outside_the_space_writes_nothing(lib):
 
 
 @pytest.mark.parametrize("out,match", [
-    (np.zeros((2, 2), np.float32), r"shape \(2, 2\), want \(2, 1\)"),
-    (np.zeros((2, 1), np.float64), "float32"),
-    (np.zeros((4, 1), np.float32)[::2], "C-contiguous"),
-    ((np.zeros((2, 1), np.float32),), r"a tuple of 2 arrays"),
+    (np.zeros((2, 1), np.int64), r"shape \(2, 1\), want \(2,\)"),
+    (np.zeros(2, np.float32), "int64"),
+    (np.zeros(4, np.int64)[::2], "C-contiguous"),
+    ((np.zeros(2, np.int64),), r"a tuple of 2 arrays"),
 ])
 def test_bad_out_raises_value_error(lib, out, match):
     obs = np.zeros((2, 4), np.float32)
     with Policy("cartpole_mlp") as p:
         with pytest.raises(ValueError, match=match):
             p.act(obs, out=out, logp=isinstance(out, tuple))
-        ro = np.zeros((2, 1), np.float32)
+        ro = np.zeros(2, np.int64)
         ro.flags.writeable = False
         with pytest.raises(ValueError, match="read-only"):
             p.act(obs, out=ro)

@@ -247,6 +247,26 @@ def test_gymnasium_subclass_and_spaces(lib: object, name: str) -> None:
 
 
 @pytest.mark.skipif(gym is None, reason="gymnasium is not installed in this interpreter (make python-venv)")
+def test_policy_actions_are_in_gymnasiums_spaces(lib: object) -> None:
+    """Policy.act gives discrete actions as integers that gymnasium's spaces contain, and they
+    step make_vec directly."""
+    envs = make_vec("CartPole-v1", 8, seed=1)
+    obs, _ = envs.reset()
+    with onnxrl_sampler.Policy("cartpole_mlp") as p:
+        a = p.act(obs)
+        assert a.dtype == np.int64 and envs.action_space.contains(a)
+        assert envs.single_action_space.contains(p.act(obs[0]))
+        for _ in range(20):
+            obs, *_ = envs.step(p.act(obs))
+    with onnxrl_sampler.Policy("pendulum_gaussian") as p:
+        envs = make_vec("Pendulum-v1", 4)
+        obs, _ = envs.reset()
+        a = p.act(obs)
+        assert a.shape == envs.action_space.shape and envs.action_space.contains(a)
+        envs.step(a)
+
+
+@pytest.mark.skipif(gym is None, reason="gymnasium is not installed in this interpreter (make python-venv)")
 def test_gymnasium_vector_wrappers(lib: object) -> None:
     """gymnasium's own vector wrappers take the env (they read metadata["autoreset_mode"])."""
     from gymnasium.wrappers.vector import RecordEpisodeStatistics

@@ -1,8 +1,8 @@
 /*
  * Tests of the C API's vectorized built-in environments (onnxrl_vec_env_*): opening by name
  * with a config, sizes and spaces JSON, reset with seeds, stepping with next-step autoreset,
- * refused actions that leave the env usable, infos, NULL arguments and handle lifetimes.
- * Needs no ONNX Runtime. Prints "N passed, M failed" last and exits non-zero on a failure.
+ * refused actions that leave the env usable, infos, NULL arguments and handle lifetimes; and
+ * onnxrl_policy_space / onnxrl_env_space (those need ONNX Runtime: skipped without it). Prints "N passed, M failed" last and exits non-zero on a failure.
  */
 #include <onnxrl/sampler.h>
 
@@ -181,11 +181,38 @@ static void test_bad_actions(void) {
     CHECK_OK(onnxrl_vec_env_close(w));
 }
 
+/* onnxrl_policy_space and onnxrl_env_space (they need ONNX Runtime; skipped without it). */
+static void test_policy_and_env_spaces(void) {
+    onnxrl_policy *p = NULL;
+    int st = STATUS(onnxrl_policy_open("cartpole_mlp", NULL, &p));
+    if (st == ONNXRL_ERR_NOT_FOUND) {
+        printf("skipping the policy and env spaces: %s\n", g_err);
+        return;
+    }
+    CHECK(st == ONNXRL_OK);
+    char buf[512];
+    size_t len = 0;
+    CHECK_OK(onnxrl_policy_space(p, 1, buf, sizeof buf, &len));
+    CHECK(strcmp(buf, "{\"type\":\"Discrete\",\"n\":2,\"start\":0}") == 0 && len == strlen(buf));
+    CHECK_OK(onnxrl_policy_space(p, 0, buf, sizeof buf, &len));
+    CHECK(strstr(buf, "\"shape\":[4]") != NULL);
+    CHECK(STATUS(onnxrl_policy_space(p, 5, buf, sizeof buf, &len)) == ONNXRL_ERR_INVALID_ARGUMENT);
+    CHECK_OK(onnxrl_policy_close(p));
+    CHECK(STATUS(onnxrl_policy_space(p, 1, buf, sizeof buf, &len)) == ONNXRL_ERR_STATE);
+    onnxrl_env *e = NULL;
+    CHECK_OK(onnxrl_env_open("pendulum_gaussian", NULL, &e));
+    CHECK_OK(onnxrl_env_space(e, 1, buf, sizeof buf, &len));
+    CHECK(strstr(buf, "\"type\":\"Box\"") != NULL && strstr(buf, "\"shape\":[1]") != NULL);
+    CHECK(STATUS(onnxrl_env_space(e, 1, buf, 4, &len)) == ONNXRL_ERR_LIMIT);
+    CHECK_OK(onnxrl_env_close(e));
+}
+
 int main(void) {
     test_open_and_spaces();
     test_seeds();
     test_autoreset();
     test_bad_actions();
+    test_policy_and_env_spaces();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }
