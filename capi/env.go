@@ -43,7 +43,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
 	}
-	p, err := loadPolicy(model)
+	p, err := loadPolicy(model, o.MaxModelBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -22,10 +22,11 @@ type policyOptions struct {
 	Workers          int    `json:"workers"`
 	NormalizeActions bool   `json:"normalize_actions"`
 	ClipActions      bool   `json:"clip_actions"`
+	MaxModelBytes    int64  `json:"max_model_bytes"`
 }
 
 func defaultPolicyOptions() policyOptions {
-	return policyOptions{Device: "cpu", Threads: 1, Workers: 1, NormalizeActions: true}
+	return policyOptions{Device: "cpu", Threads: 1, Workers: 1, NormalizeActions: true, MaxModelBytes: inference.DefaultMaxModelBytes}
 }
 
 func (o *policyOptions) check() error {
@@ -37,6 +38,8 @@ func (o *policyOptions) check() error {
 		return fmt.Errorf("\"threads\" %d: want >= 0 (0: the runtime's default)", o.Threads)
 	case o.Workers < 1 || o.Workers > 1024:
 		return fmt.Errorf("\"workers\" %d: want 1..1024", o.Workers)
+	case o.MaxModelBytes < 1:
+		return fmt.Errorf("\"max_model_bytes\" %d: want a positive size in bytes (default %d, 1 GiB)", o.MaxModelBytes, inference.DefaultMaxModelBytes)
 	}
 	return nil
 }

@@ -22,13 +22,17 @@ type policy struct {
 	actSize  int
 }
 
-// loadPolicy loads model (a path or a bundled name) with the runtime, with the status of
-// what went wrong.
-func loadPolicy(model string) (*models.Policy, error) {
+// loadPolicy loads model (a path or a bundled name, a regular file of at most maxBytes) with
+// the runtime, with the status of what went wrong.
+func loadPolicy(model string, maxBytes int64) (*models.Policy, error) {
 	if err := inference.Init(); err != nil {
 		return nil, withStatus(statusNotFound, err)
 	}
-	p, err := models.Open(model)
+	p, err := models.OpenLimit(model, maxBytes)
+	var se *inference.FileSizeError
+	if errors.As(err, &se) {
+		return nil, withStatus(statusLimit, fmt.Errorf("onnxrl: %w (raise the limit with the option \"max_model_bytes\")", err))
+	}
 	if err != nil {
 		if s := statusOf(err); s == statusNotFound {
 			return nil, withStatus(s, err)
@@ -44,7 +48,7 @@ func openPolicy(model string, optionsJSON []byte) (*policy, error) {
 	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
 	}
-	p, err := loadPolicy(model)
+	p, err := loadPolicy(model, o.MaxModelBytes)
 	if err != nil {
 		return nil, err
 	}

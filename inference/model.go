@@ -3,7 +3,6 @@ package inference
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -140,14 +139,35 @@ func notONNX(format string, args ...any) error {
 	return &notONNXError{detail: fmt.Sprintf(format, args...)}
 }
 
-// LoadFile reads and parses the ONNX model at path. A missing file yields an error that
-// wraps fs.ErrNotExist; garbage or truncated data an error that wraps ErrNotONNX.
-func LoadFile(path string) (*Model, error) {
-	data, err := os.ReadFile(path)
+// LoadFile reads and parses the ONNX model at path, a regular file of at most
+// DefaultMaxModelBytes. A missing file yields an error that wraps fs.ErrNotExist; garbage or
+// truncated data an error that wraps ErrNotONNX; a device or pipe a *NotRegularError and a
+// larger file a *FileSizeError, before anything is read.
+func LoadFile(path string) (*Model, error) { return LoadFileLimit(path, DefaultMaxModelBytes) }
+
+// LoadFileLimit is LoadFile for a file of at most limit bytes (limit <= 0: DefaultMaxModelBytes).
+func LoadFileLimit(path string, limit int64) (*Model, error) {
+	if limit <= 0 {
+		limit = DefaultMaxModelBytes
+	}
+	data, err := ReadFileLimit(path, limit)
 	if err != nil {
-		return nil, &ModelError{Path: path, Err: err}
+		return nil, &ModelError{Path: path, Err: unpath(err, path)}
 	}
 	return LoadBytes(path, data)
+}
+
+// unpath drops the path from the size and file-kind errors, which ModelError names already.
+func unpath(err error, path string) error {
+	var se *FileSizeError
+	var ne *NotRegularError
+	switch {
+	case errors.As(err, &se):
+		return &FileSizeError{Size: se.Size, Limit: se.Limit}
+	case errors.As(err, &ne):
+		return &NotRegularError{Mode: ne.Mode}
+	}
+	return err
 }
 
 // LoadBytes parses an ONNX model held in memory; name is used in messages. data is kept (not

@@ -61,7 +61,11 @@ var ErrModelNotFound = errors.New("models: no such model")
 // Open loads a policy by path, or by bundled name (see BundledNames) when no file of that
 // name exists and the name has no path separator. A name that is neither is an error wrapping
 // ErrModelNotFound that lists the bundled models.
-func Open(name string) (*Policy, error) {
+func Open(name string) (*Policy, error) { return OpenLimit(name, inference.DefaultMaxModelBytes) }
+
+// OpenLimit is Open for a model file of at most maxModelBytes (<= 0: the default, 1 GiB);
+// see LoadLimit.
+func OpenLimit(name string, maxModelBytes int64) (*Policy, error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: no model given", ErrModelNotFound)
 	}
@@ -74,7 +78,7 @@ func Open(name string) (*Policy, error) {
 		}
 		return p, err
 	}
-	return Load(name)
+	return LoadLimit(name, maxModelBytes)
 }
 
 // SidecarPath returns the sidecar spec path for a model path: x.onnx -> x.policy.json.
@@ -86,12 +90,22 @@ func SidecarPath(modelPath string) string {
 // <model>.policy.json if it exists, else the "onnxrl.policy" metadata, else auto-detection
 // (see Resolve).
 func Load(modelPath string) (*Policy, error) {
-	m, err := inference.LoadFile(modelPath)
+	return LoadLimit(modelPath, inference.DefaultMaxModelBytes)
+}
+
+// LoadLimit is Load for a model file of at most maxModelBytes (<= 0: the default, 1 GiB). The
+// model must be a regular file under the limit, checked before anything is read
+// (inference.LoadFileLimit); so must its sidecar, of at most MaxSpecBytes.
+func LoadLimit(modelPath string, maxModelBytes int64) (*Policy, error) {
+	m, err := inference.LoadFileLimit(modelPath, maxModelBytes)
 	if err != nil {
 		return nil, err
 	}
 	return LoadModel(m, SidecarPath(modelPath))
 }
+
+// MaxSpecBytes bounds a sidecar policy spec file: a spec is a few kilobytes of JSON.
+const MaxSpecBytes = 16 << 20
 
 // LoadModel resolves the spec of an already loaded model, reading the sidecar at sidecarPath
 // when it exists ("" for none).
@@ -99,7 +113,7 @@ func LoadModel(m *inference.Model, sidecarPath string) (*Policy, error) {
 	var spec *Spec
 	source := "none"
 	if sidecarPath != "" {
-		data, err := os.ReadFile(sidecarPath)
+		data, err := inference.ReadFileLimit(sidecarPath, MaxSpecBytes)
 		switch {
 		case err == nil:
 			source = sidecarPath

@@ -71,8 +71,13 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	input := fs.String("input", "", `JSON file {"inputs": {"<name>": {"shape": [...], "data": [...]}}}, or - for stdin (required)`)
 	device := fs.String("device", "cpu", "execution provider: cpu, cuda[:id], tensorrt[:id], native (the project's provider) or native:cuda[:id]")
 	threads := fs.Int("threads", 0, "intra-op threads (0: the runtime's default)")
+	var maxModel modelSizeFlag
+	maxModel.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := maxModel.parse(); err != nil {
 		return err
 	}
 	if len(pos) > 0 {
@@ -84,7 +89,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if _, err := inference.ParseDevice(*device); err != nil {
 		return &usageError{err.Error()}
 	}
-	p, err := loadPolicy(*model)
+	p, err := loadPolicy(*model, maxModel.limit())
 	if err != nil {
 		return err
 	}
@@ -152,14 +157,7 @@ func readInferInput(path string, limits map[string]int64) (*inferInput, error) {
 		defer f.Close()
 		r = f
 	}
-	raw, err := io.ReadAll(io.LimitReader(r, maxInputFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("input %s: %w", path, err)
-	}
-	if len(raw) > maxInputFile {
-		return nil, fmt.Errorf("input %s: larger than %d bytes", path, maxInputFile)
-	}
-	in, err := parseInferInput(path, raw, limits)
+	in, err := parseInferInput(path, r, limits)
 	if err != nil {
 		return nil, err
 	}

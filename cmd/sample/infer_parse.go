@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 
 	"github.com/onnxrl/sampler/inference"
@@ -45,15 +45,24 @@ func inputLimits(m *inference.Model) map[string]int64 {
 	return limits
 }
 
-// parseInferInput reads {"inputs": {"<name>": {"shape": [...], "data": [...]}}} token by
-// token, counting each data array against limits (nil: inference.MaxTensorElements for
-// every input).
-func parseInferInput(path string, raw []byte, limits map[string]int64) (*inferInput, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+// parseInferInput reads {"inputs": {"<name>": {"shape": [...], "data": [...]}}} from r token
+// by token, counting each data array against limits (nil: inference.MaxTensorElements for
+// every input) and the bytes against maxInputFile as it reads: it stops at the first value or
+// byte over a limit. (It read the whole input, then each data array whole, before counting:
+// a 200 MB input took 5-23 s and 1.0 GB to be refused; issue 35.)
+func parseInferInput(path string, r io.Reader, limits map[string]int64) (*inferInput, error) {
+	dec := json.NewDecoder(&boundedReader{r: r, left: maxInputFile + 1})
 	bad := func(err error) error {
 		var le *limitError
-		if errors.As(err, &le) {
+		switch {
+		case errors.As(err, &le):
 			return fmt.Errorf("input %s: %v", path, err)
+		case errors.Is(err, errInputTooLarge):
+			return fmt.Errorf("input %s: %w", path, err)
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("input %s: %w", path, pe.Err)
 		}
 		return fmt.Errorf("input %s: invalid JSON: %v", path, err)
 	}
@@ -84,15 +93,15 @@ func parseInferInput(path string, raw []byte, limits map[string]int64) (*inferIn
 						return nil
 					})
 				case "data":
-					// The array is scanned by encoding/json (fast, no value per element),
-					// then its numbers are parsed up to the limit.
-					var raw json.RawMessage
-					if err := dec.Decode(&raw); err != nil {
+					t.Data = t.Data[:0]
+					return array(dec, func() error {
+						if int64(len(t.Data)) >= limit {
+							return &limitError{name: name, limit: limit}
+						}
+						v, err := number(dec)
+						t.Data = append(t.Data, v)
 						return err
-					}
-					var err error
-					t.Data, err = parseNumbers(t.Data[:0], raw, name, limit)
-					return err
+					})
 				}
 				return fmt.Errorf("json: unknown field %q", field)
 			})
@@ -180,29 +189,23 @@ func number(dec *json.Decoder) (jsonFloat, error) {
 	return 0, fmt.Errorf("%v is not a number", tok)
 }
 
-// parseNumbers appends the numbers of the JSON array raw (valid JSON) to dst, failing at the
-// first value beyond limit.
-func parseNumbers(dst []jsonFloat, raw []byte, name string, limit int64) ([]jsonFloat, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
-		return dst, fmt.Errorf("%q: data is not an array", name)
+// errInputTooLarge is the error for an input of more than maxInputFile bytes.
+var errInputTooLarge = fmt.Errorf("larger than %d bytes", maxInputFile)
+
+// boundedReader reads r until left bytes were read, then fails with errInputTooLarge.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errInputTooLarge
 	}
-	body := bytes.TrimSpace(raw[1 : len(raw)-1])
-	for len(body) > 0 {
-		if int64(len(dst)) >= limit {
-			return dst, &limitError{name: name, limit: limit}
-		}
-		tok := body
-		if i := bytes.IndexByte(body, ','); i >= 0 {
-			tok, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
-		var f jsonFloat
-		if err := f.UnmarshalJSON(bytes.TrimSpace(tok)); err != nil {
-			return dst, err
-		}
-		dst = append(dst, f)
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
 	}
-	return dst, nil
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

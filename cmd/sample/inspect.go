@@ -12,14 +12,6 @@ import (
 	"github.com/onnxrl/sampler/models"
 )
 
-// loadPolicy loads a model by path, or by bundled name when no such file exists.
-func loadPolicy(name string) (*models.Policy, error) {
-	if name == "" {
-		return nil, usagef("no model given")
-	}
-	return models.Open(name)
-}
-
 type inspectJSON struct {
 	Model     string            `json:"model"`
 	Producer  string            `json:"producer"`
@@ -55,8 +47,13 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	device := fs.String("device", "", "also open a session on this device (cpu, cuda[:N], tensorrt[:N], native, native:cuda[:N]) and show which provider runs which node")
 	list := fs.Bool("list", false, "list the bundled models")
+	var maxModel modelSizeFlag
+	maxModel.register(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := maxModel.parse(); err != nil {
 		return err
 	}
 	if *list {
@@ -68,7 +65,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("want exactly one MODEL (a path to an .onnx file or a bundled model name), got %d arguments", len(pos))
 	}
-	p, err := loadPolicy(pos[0])
+	p, err := loadPolicy(pos[0], maxModel.limit())
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func TestInfer(t *testing.T) {
 }
 
 func newTestSession(t *testing.T, name string) *inference.Session {
-	p, err := loadPolicy(name)
+	p, err := loadPolicy(name, inference.DefaultMaxModelBytes)
 	require.NoError(t, err)
 	s, err := inference.NewSession(p.Model, inference.Options{Capacity: 4})
 	require.NoError(t, err)

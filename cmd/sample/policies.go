@@ -110,7 +110,7 @@ func runPolicies(f *runFlags, info *envInfo) (map[envrunner.PolicyID]envrunner.P
 			if err := inference.Init(); err != nil {
 				return nil, nil, "", err
 			}
-			p, err := loadPolicy(m)
+			p, err := loadPolicy(m, f.maxModel.limit())
 			if err != nil {
 				return nil, nil, "", fmt.Errorf("policy %s: %w", id, err)
 			}

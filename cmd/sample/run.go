@@ -48,6 +48,7 @@ type runFlags struct {
 	overwrite                                                           bool
 	output                                                              outputFlags
 	publish                                                             publishFlags
+	maxModel                                                            modelSizeFlag
 }
 
 const runArgs = "[--env NAME] [--model PATH|NAME|random] [--num-envs N] [--workers N] [--steps N | --episodes N] [--seed S] [--explore=BOOL] [--out FILE] [--json] ..."
@@ -69,6 +70,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.out, "out", "", "write the sample batches to this file: Parquet for .parquet, JSON lines (RLlib's offline format) for .jsonl or .json (see --format); its directory must exist")
 	f.output.register(fs)
 	f.publish.register(fs)
+	f.maxModel.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an existing --out file and its rotated files (otherwise refused)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
@@ -96,6 +98,9 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	}
 	if len(pos) > 0 {
 		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	if err := f.maxModel.parse(); err != nil {
+		return nil, err
 	}
 	if err := checkRunFlags(fs, f); err != nil {
 		return nil, err

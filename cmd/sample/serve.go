@@ -32,6 +32,7 @@ type serveFlags struct {
 	seed                                                               uint64
 	guard                                                              guardFlags
 	output                                                             outputFlags
+	maxModel                                                           modelSizeFlag
 }
 
 const serveArgs = "[--model M|random] [--addr 127.0.0.1:8900] [--explore=BOOL] [--out FILE] [--multi-agent] ..."
@@ -45,6 +46,7 @@ func parseServeFlags(args []string, stdout io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.explore, "explore", true, "sample actions from the distribution (false: greedy); /v1/act requests may override it")
 	fs.StringVar(&f.out, "out", "", "write the sample batches of the served episodes to this file: Parquet for .parquet, JSON lines (RLlib's offline format) for .jsonl or .json (see --format); its directory must exist")
 	f.output.register(fs)
+	f.maxModel.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.multiAgent, "multi-agent", false, "multi-agent episodes: observations, actions and rewards are objects keyed by agent id")
 	fs.IntVar(&f.maxEpisodes, "max-episodes", 100, "most episodes running at once (more are refused with 429)")
@@ -69,6 +71,9 @@ func parseServeFlags(args []string, stdout io.Writer) (*serveFlags, error) {
 	}
 	if len(pos) > 0 {
 		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	if err := f.maxModel.parse(); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.maxEpisodes < 1:
@@ -158,7 +163,7 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 		if err := inference.Init(); err != nil {
 			return nil, err
 		}
-		if s.policy, err = loadPolicy(f.model); err != nil {
+		if s.policy, err = loadPolicy(f.model, f.maxModel.limit()); err != nil {
 			return nil, err
 		}
 		if s.obs == nil {

@@ -78,8 +78,10 @@ const char *onnxrl_status_name(int status);
    options_json keys: "device" ("cpu", "cuda[:N]"; default "cpu"), "threads" (ONNX Runtime
    intra-op threads per session, default 1), "seed" (default 0), "workers" (sessions, and so
    calls computed at once; default 1), "normalize_actions" (default true), "clip_actions"
-   (default false). Recurrent policies are refused (ONNXRL_ERR_MODEL): the episode API keeps
-   their state. */
+   (default false), "max_model_bytes" (the largest model file read, default 1073741824, 1 GiB).
+   The model must be a regular file under that size, checked before it is read: a larger one
+   is ONNXRL_ERR_LIMIT, a device or pipe (/dev/zero) ONNXRL_ERR_MODEL. Recurrent policies are
+   refused (ONNXRL_ERR_MODEL): the episode API keeps their state. */
 int onnxrl_policy_open(const char *model, const char *options_json, onnxrl_policy **out);
 
 int onnxrl_policy_sizes(const onnxrl_policy *p, int64_t *obs_size, int64_t *action_size);
@@ -116,7 +118,7 @@ int onnxrl_policy_close(onnxrl_policy *p);
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot
    in a sample batch, default 200), "device", "threads", "normalize_actions",
-   "clip_actions" (as for onnxrl_policy_open). */
+   "clip_actions", "max_model_bytes" (as for onnxrl_policy_open). */
 int onnxrl_env_open(const char *model, const char *options_json, onnxrl_env **out);
 
 int onnxrl_env_sizes(const onnxrl_env *e, int64_t *obs_size, int64_t *action_size);

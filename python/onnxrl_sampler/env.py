@@ -38,7 +38,8 @@ class Env(_Handle):
         seed: seed of the action sampling.
         **options: the other keys of ``onnxrl_env_open``: ``device``, ``threads``,
             ``max_wait_us``, ``max_batch``, ``timeout_ms``, ``fragment_length``,
-            ``max_file_size``, ``normalize_actions``, ``clip_actions``. A misspelt key is an
+            ``max_file_size``, ``normalize_actions``, ``clip_actions``, ``max_model_bytes``
+            (the largest model file read, default 1 GiB). A misspelt key is an
             InvalidArgumentError.
 
     Observations are float32 rows of ``obs_size`` values. Actions come as the action space has

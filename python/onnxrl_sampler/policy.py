@@ -29,6 +29,9 @@ class Policy(_Handle):
         workers: sessions, so calls computed at once from different threads.
         normalize_actions: map Box actions from [-1, 1] to the space's bounds (RLlib's option).
         clip_actions: clip Box actions to the space's bounds.
+        max_model_bytes: the largest model file read (default 1 GiB). The model must be a
+            regular file under it, checked before it is read (:class:`LimitError` beyond;
+            :class:`ModelError` for a device or pipe such as /dev/zero).
 
     Recurrent policies are refused (:class:`ModelError`): use :class:`Env`, which keeps each
     episode's state. Release with :meth:`close` or a ``with`` block.
@@ -43,10 +46,12 @@ class Policy(_Handle):
     _release = "onnxrl_policy_close"
 
     def __init__(self, model: str, device: str = "cpu", seed: int = 0, *, threads: int = 1,
-                 workers: int = 1, normalize_actions: bool = True, clip_actions: bool = False) -> None:
+                 workers: int = 1, normalize_actions: bool = True, clip_actions: bool = False,
+                 max_model_bytes: int = 1 << 30) -> None:
         self._lib = _lib.lib()
         opts = options_json({"device": device, "seed": seed, "threads": threads, "workers": workers,
-                             "normalize_actions": normalize_actions, "clip_actions": clip_actions})
+                             "normalize_actions": normalize_actions, "clip_actions": clip_actions,
+                             "max_model_bytes": max_model_bytes})
         h = ctypes.c_void_p()
         _lib.check(self._lib.onnxrl_policy_open(str(model).encode(), opts, ctypes.byref(h)))
         self._set_handle(h.value)
