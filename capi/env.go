@@ -178,6 +178,9 @@ func (e *cenv) start(id []byte, training bool) (string, error) {
 		return "", withStatus(statusLimit, fmt.Errorf("onnxrl: episode id of %d bytes, at most %d", len(id), maxIDLen))
 	}
 	got, err := e.ext.StartEpisode(string(id), training)
+	if errors.Is(err, externalenv.ErrTooManyEpisodes) {
+		err = fmt.Errorf("%w (raise the option \"max_episodes\")", err)
+	}
 	if err != nil {
 		return "", e.why(err)
 	}

@@ -143,7 +143,7 @@ func (c *core) startEpisode(id string, training bool) (string, error) {
 		return "", fmt.Errorf("%w: %q", ErrEpisodeExists, id)
 	}
 	if c.running >= c.maxEpisodes {
-		return "", fmt.Errorf("%w: %d running (MaxConcurrentEpisodes)", ErrTooManyEpisodes, c.running)
+		return "", fmt.Errorf("%w: %d running, the most allowed at once", ErrTooManyEpisodes, c.running)
 	}
 	ep := &episode{}
 	ep.id, ep.training, ep.slot, ep.reply = id, training, -1, make(chan struct{}, 1)

@@ -57,7 +57,7 @@ func (c *core) waitLogRoom(ep *episode) error {
 		case <-c.stopCh:
 			err = ErrStopped
 		case <-expire:
-			err = fmt.Errorf("%w after %v: episode %q: %d logged observations wait for the sampler (MaxPendingLogs); this one was not recorded",
+			err = fmt.Errorf("%w after %v: episode %q: %d logged observations, the most that may wait, wait for the sampler; this one was not recorded",
 				ErrTimeout, c.timeout, ep.id, c.maxPendingLogs)
 		}
 		ep.mu.Lock()

@@ -166,7 +166,7 @@ func (c *core) multiEvent(ep *episode, obs, actions map[env.AgentID][]float32, e
 // checkAgentCount refuses added new agents beyond MaxAgents; ep.mu is held.
 func (c *core) checkAgentCount(ep *episode, added int) error {
 	if n := len(ep.agents) + added; n > c.maxAgents {
-		return fmt.Errorf("%w: episode %q would have %d agents, at most %d allowed (MaxAgents)", ErrTooManyAgents, ep.id, n, c.maxAgents)
+		return fmt.Errorf("%w: episode %q would have %d agents, at most %d allowed", ErrTooManyAgents, ep.id, n, c.maxAgents)
 	}
 	return nil
 }

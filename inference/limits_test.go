@@ -53,3 +53,15 @@ func TestTensorElems(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitErrorShape: issue 35's repro. A static input of shape [65536, 8192] (a fixed batch
+// of 65536) was reported as "tensor "obs" of shape [1 8192] has more than 268435456 elements
+// (MaxTensorElements)": the shape the session allocates is named, not its batch-1 base, and
+// no Go name.
+func TestLimitErrorShape(t *testing.T) {
+	_, err := tensorElems("obs", []int64{1, 8192}, 0, 65536)
+	require.EqualError(t, err, `inference: tensor "obs" of shape [65536 8192] (dimension 0 is the batch size, 65536) has more than 268435456 elements, the most one tensor may hold (1 GiB of float32)`)
+	_, err = tensorElems("x", []int64{1 << 40, 4}, -1, 0)
+	require.EqualError(t, err, `inference: tensor "x" of shape [1099511627776 4] has more than 268435456 elements, the most one tensor may hold (1 GiB of float32)`)
+	require.NotContains(t, err.Error(), "MaxTensorElements")
+}

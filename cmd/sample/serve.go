@@ -230,7 +230,7 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 		case len(s.policy.Spec.State) > 0:
 			fmt.Fprintf(stderr, "sample serve: /v1/act is off: %s is recurrent (the episode endpoints keep its state)\n", f.model)
 		default:
-			return nil, err
+			return nil, fmt.Errorf("the sessions of /v1/act: %w", err)
 		}
 	}
 	so.Actor = s.actor

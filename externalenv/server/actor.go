@@ -84,7 +84,7 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 		return nil, errors.New("server: PolicyOptions.Policy is nil")
 	}
 	if len(p.Spec.State) > 0 {
-		return nil, fmt.Errorf("server: /v1/act is stateless, and the policy has %d RNN state inputs; use the episode endpoints", len(p.Spec.State))
+		return nil, fmt.Errorf("server: batch inference is stateless, and the policy has %d RNN state inputs; use the episodes, which keep each one's state", len(p.Spec.State))
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -111,7 +111,7 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 	for i := range workers {
 		sess, err := inference.NewSession(p.Model, so)
 		if err != nil {
-			return nil, fmt.Errorf("server: /v1/act session: %w", err)
+			return nil, err // names the model and the tensor; the caller says what the sessions are for
 		}
 		w := &actWorker{sess: sess, rng: rand.New(rand.NewPCG(opts.Seed, uint64(i)))}
 		a.workers = append(a.workers, w)
@@ -124,26 +124,26 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 			c, err := connectors.New(connectors.Config{Policy: p, ObservationSpace: opts.ObservationSpace,
 				ActionSpace: opts.ActionSpace, Action: cfg, Capacity: sess.Capacity()})
 			if err != nil {
-				return nil, fmt.Errorf("server: /v1/act: %w", err)
+				return nil, err
 			}
 			if err := c.Bind(sess); err != nil {
-				return nil, fmt.Errorf("server: /v1/act: %w", err)
+				return nil, err
 			}
 			*set.c = c
 		}
 		if p.Spec.ValueOutput != "" {
 			if w.valueT, err = sess.Output(p.Spec.ValueOutput); err != nil {
-				return nil, fmt.Errorf("server: /v1/act: %w", err)
+				return nil, err
 			}
 			if w.valueT.Info.ElemType != inference.ElemFloat32 {
-				return nil, fmt.Errorf("server: /v1/act: value output %q holds %s, want float32", w.valueT.Info.Name, w.valueT.Info.ElemType)
+				return nil, fmt.Errorf("server: value output %q holds %s, want float32", w.valueT.Info.Name, w.valueT.Info.ElemType)
 			}
 		}
 		if w.obsT, err = sess.Input(p.Spec.ObservationInput); err != nil {
-			return nil, fmt.Errorf("server: /v1/act: %w", err)
+			return nil, err
 		}
 		if w.obsT.Info.ElemType != inference.ElemFloat32 {
-			return nil, fmt.Errorf("server: /v1/act: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
+			return nil, fmt.Errorf("server: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
 		}
 		agent := w.greedy.Agent
 		for _, c := range []*connectors.Connectors{w.greedy, w.greedyLogp, w.explore} {
