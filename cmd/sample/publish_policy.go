@@ -5,19 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/onnxrl/sampler/scaleout"
 )
 
-const publishPolicyArgs = "[--server URL] [--run NAME] [--policy ID] MODEL.onnx"
+const publishPolicyArgs = "[--server URL] [--run NAME] [--policy ID] [--env NAME] MODEL.onnx"
 
-// runPublishPolicy uploads a model as the next version of a policy and makes it current.
+// runPublishPolicy uploads a model as the next version of a policy and makes it current,
+// once it loads and binds as sample run would bind it (publishCheck).
 func runPublishPolicy(args []string, stdout, stderr io.Writer) error {
 	var n natsFlags
+	var check publishCheck
 	fs := newFlags("publish-policy", publishPolicyArgs, stdout)
 	n.register(fs)
+	check.register(fs)
 	policy := fs.String("policy", "default_policy", "policy id")
 	jsonOut := fs.Bool("json", false, "print the new version as JSON")
 	pos, err := parseFlags(fs, args)
@@ -33,9 +35,12 @@ func runPublishPolicy(args []string, stdout, stderr io.Writer) error {
 	if err := scaleout.CheckName("policy", *policy); err != nil {
 		return usagef("--policy: %v", err)
 	}
-	model, err := os.ReadFile(pos[0])
+	model, note, err := check.model(pos[0])
 	if err != nil {
 		return err
+	}
+	if note != "" {
+		fmt.Fprintf(stderr, "sample publish-policy: publishing %s with %s\n", pos[0], note)
 	}
 	nc, js, err := n.connect("sample publish-policy")
 	if err != nil {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
+)
+
+// publishCheck is what publish-policy checks a model against before publishing it: workers
+// skip a model they cannot bind, so a fleet went on with an older version than the operator
+// thought (issue 35: /etc/passwd and models with lying or huge shapes were published).
+type publishCheck struct {
+	env, envConfig string
+	maxModel       modelSizeFlag
+}
+
+func (c *publishCheck) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.env, "env", "", "check the model against this registered environment's spaces, as the workers' sample run --env binds it (default: the spaces of its policy spec)")
+	fs.StringVar(&c.envConfig, "env-config", "", "with --env: the environment's config, as sample run takes it")
+	c.maxModel.register(fs)
+}
+
+// model loads the model at path the way `sample run --model path` does (its sidecar spec, or
+// the spec in its metadata, or auto-detection), binds it as a runner would (against --env's
+// spaces when given) and returns the bytes to publish: the file's own, or, when the spec came
+// from a sidecar, the model with that spec in its metadata (workers receive the .onnx alone).
+// note says what was done to it ("" when nothing).
+func (c *publishCheck) model(path string) (data []byte, note string, err error) {
+	if err := c.maxModel.parse(); err != nil {
+		return nil, "", err
+	}
+	if c.envConfig != "" && c.env == "" {
+		return nil, "", usagef("--env-config needs --env")
+	}
+	if err := inference.Init(); err != nil {
+		return nil, "", err
+	}
+	p, err := loadPolicy(path, c.maxModel.limit())
+	if err != nil {
+		return nil, "", fmt.Errorf("not published: %w", err)
+	}
+	m := p.Model
+	if p.Source == models.SidecarPath(path) {
+		spec, err := json.Marshal(&p.Spec)
+		if err != nil {
+			return nil, "", err
+		}
+		if m, err = m.WithMetadata(models.MetadataKey, string(spec)); err != nil {
+			return nil, "", err
+		}
+		note = "the spec of " + p.Source + " in its metadata"
+	}
+	// What the workers will load: these bytes, without a sidecar.
+	if p, err = models.LoadModel(m, ""); err != nil {
+		return nil, "", fmt.Errorf("not published: %s: %w", path, err)
+	}
+	pc := envrunner.PolicyConfig{Policy: p, Session: inference.Options{Device: "cpu", IntraOpThreads: 1, InterOpThreads: 1}}
+	if c.env != "" {
+		cfg, err := env.ParseConfig(c.envConfig)
+		if err != nil {
+			return nil, "", usagef("--env-config: %v", err)
+		}
+		info, err := probeEnv(c.env, cfg)
+		if err != nil {
+			return nil, "", err
+		}
+		pc.ObservationSpace, pc.ActionSpace = info.obs, info.act
+	}
+	if err := envrunner.CheckPolicy(envrunner.DefaultPolicyID, pc); err != nil {
+		var where string
+		if c.env != "" {
+			where = " against " + c.env
+		}
+		if u := errors.Unwrap(err); u != nil {
+			err = u // without "envrunner: policy ...": the model is the subject here
+		}
+		return nil, "", fmt.Errorf("not published: %s does not bind%s as sample run would: %w", path, where, err)
+	}
+	return m.Bytes(), note, nil
+}
