@@ -42,7 +42,7 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // CUstream_flags.
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 // cuMemHostRegister flags.
-constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 1;
+constexpr unsigned kMemHostRegisterPortable = 1;  // CU_MEMHOSTREGISTER_PORTABLE (a macro in cuda.h)
 // CUevent_flags.
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 // CUstreamCaptureMode.

@@ -96,7 +96,7 @@ extern "C" int OnnxrlEpPinHost(int device_id, void* p, size_t bytes, char* msg, 
     }
     dev.MakeCurrent();
     const auto& a = dev.api();
-    onnxrl_ep::CuCheck(a, a.cuMemHostRegister_v2(p, bytes, onnxrl_ep::cu::CU_MEMHOSTREGISTER_PORTABLE),
+    onnxrl_ep::CuCheck(a, a.cuMemHostRegister_v2(p, bytes, onnxrl_ep::cu::kMemHostRegisterPortable),
                        ("pinning " + std::to_string(bytes) + " bytes of host memory (cuMemHostRegister)").c_str());
     r.ranges[start] = Range{bytes, device_id};
     return 0;
