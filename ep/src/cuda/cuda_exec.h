@@ -49,6 +49,10 @@ CudaDevice& OpenCudaDevice(int id);
 // UseGraphs reports whether signatures are captured into CUDA graphs ($ONNXRL_CUDA_GRAPHS=0
 // turns it off, for measuring what the graphs buy).
 bool UseGraphs();
+// GraphCopies reports whether a signature whose inputs and outputs all lie in pinned memory
+// captures its copies into its CUDA graph too, so that a run is one graph launch
+// ($ONNXRL_CUDA_GRAPH_COPIES=0 keeps them outside, for measuring).
+bool GraphCopies();
 // DirectBytes is the size of a run's inputs and outputs together from which they are copied
 // straight from and to the runtime's (pageable) tensors, the driver staging them, instead of
 // through the signature's pinned buffers and a host copy ($ONNXRL_CUDA_DIRECT_BYTES overrides,
@@ -89,6 +93,11 @@ class CudaExecutor {
     double us_in = 0, us_kernels = 0, us_out = 0;
     DeviceContext::ScratchMap scratch;  // (step, index) -> buffer and its floats
     cu::CUgraphExec graph = nullptr;
+    // The graph holds the copies too (GraphCopies): captured when every input and output was
+    // pinned, from and to the host buffers in io (inputs, then outputs), replayed only while
+    // the run's buffers are those.
+    bool graph_copies = false;
+    std::vector<const void*> io;
   };
 
   Sig& Resolve(const Inputs& in);
@@ -107,6 +116,11 @@ class CudaExecutor {
   void CopyOut(Sig& s);
   void Unstage(Sig& s);
   void Profile(Sig& s);
+  // AllPinned reports whether every input and output the device copies lies in pinned memory
+  // this run; SameIo whether they are also the buffers s.graph's copies were captured with.
+  bool AllPinned(const Sig& s) const;
+  bool SameIo(const Sig& s) const;
+  void Capture(Sig& s, bool with_copies);
   void FindGroups();
 
   static constexpr size_t kMaxSigs = 16;

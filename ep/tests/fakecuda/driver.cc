@@ -201,6 +201,21 @@ bool Live(State& s, uintptr_t p, size_t bytes, bool pinned_ok = true) {
   return p - it->first <= it->second.bytes && bytes <= it->second.bytes - (p - it->first);
 }
 
+// HostPinned reports whether [p, p + bytes) lies in one pinned allocation or registered range.
+bool HostPinned(State& s, const void* p, size_t bytes) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = s.allocations.upper_bound(a);
+  if (it != s.allocations.begin()) {
+    --it;
+    if (it->second.pinned && a - it->first <= it->second.bytes && bytes <= it->second.bytes - (a - it->first))
+      return true;
+  }
+  auto r = s.registered.upper_bound(a);
+  if (r == s.registered.begin()) return false;
+  --r;
+  return a - r->first <= r->second && bytes <= r->second - (a - r->first);
+}
+
 // Unsafe is what the driver answers a call that is not allowed while this thread (or, in global
 // mode, any thread) captures a stream: the capture is invalidated.
 CUresult Unsafe(State& s, const char* what) {
@@ -328,6 +343,14 @@ CUresult Issue(CUstream h, Op op) {
     if (CUresult r = CheckOp(s, op)) {
       st->invalidated = true;
       return r;
+    }
+    // A graph's copy node reads or writes its host buffer at every launch: the driver refuses
+    // to capture a copy to or from pageable memory.
+    const void* host = op.kernel != nullptr || op.bytes == 0 ? nullptr : !op.dst_device ? op.dst : !op.src_device ? op.src : nullptr;
+    if (host != nullptr && !HostPinned(s, host, op.bytes)) {
+      st->invalidated = true;
+      return Misuse(kCaptureUnsupported, "%s of %zu bytes captured from or to pageable host memory %p", op.what,
+                    op.bytes, host);
     }
     st->graph->ops.push_back(std::move(op));
     return 0;
