@@ -43,6 +43,11 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	if err := readOptions(optionsJSON, &o); err != nil {
 		return nil, err
 	}
+	if o.Out != "" {
+		if err := checkOutDir(o.Out); err != nil {
+			return nil, err
+		}
+	}
 	p, err := loadPolicy(model, o.MaxModelBytes)
 	if err != nil {
 		return nil, err

@@ -112,7 +112,8 @@ int onnxrl_policy_close(onnxrl_policy *p);
    true), "seed" (default 0), "out" (a file to record the sample batches in, as
    `sample run --out` writes: Parquet for a .parquet name, RLlib's offline JSON lines
    otherwise, rotated into x-000001.parquet, ... for x.parquet at "max_file_size" bytes,
-   default 64 MiB; default: record nothing), "format" ("auto" from the name, "json" or
+   default 64 MiB; its directory must exist, or ONNXRL_ERR_IO as fopen would fail; default:
+   record nothing), "format" ("auto" from the name, "json" or
    "parquet"), "compression" (Parquet: "snappy", the default, "zstd" or "none"), "max_wait_us" (once one
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
