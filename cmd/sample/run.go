@@ -21,18 +21,13 @@ import (
 	_ "github.com/onnxrl/sampler/env/classic" // registers the classic environments
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
-	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
 
 // defaultModels maps environments to their bundled default policy.
-var defaultModels = map[string]string{
-	"CartPole-v1":        "cartpole_mlp",
-	"MultiAgentCartPole": "cartpole_mlp",
-	"StatelessCartPole":  "lstm_policy",
-	"Pendulum-v1":        "pendulum_gaussian",
-}
+var defaultModels = runspec.DefaultModels
 
 // runFlags are the flags of sample run.
 type runFlags struct {
@@ -193,41 +188,13 @@ type envInfo struct {
 	single   bool // an env.Env
 }
 
-// probeEnv makes the environment once and reads its spaces; every agent of a multi-agent
-// environment must share them (one policy serves them all).
+// probeEnv makes the environment once and reads its spaces (runspec.ProbeEnv).
 func probeEnv(name string, cfg env.Config) (*envInfo, error) {
-	raw, err := env.Make(name, cfg)
+	i, err := runspec.ProbeEnv(name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := raw.(io.Closer); ok {
-		defer c.Close()
-	}
-	info := &envInfo{}
-	switch e := raw.(type) {
-	case env.Env:
-		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
-		info.single = true
-	case env.VectorEnv:
-		info.obs, info.act = e.ObservationSpace(), e.ActionSpace()
-	case env.MultiAgentEnv:
-		info.agents = e.PossibleAgents()
-		if len(info.agents) == 0 {
-			return nil, fmt.Errorf("environment %s has no agents", name)
-		}
-		info.obs, info.act = e.ObservationSpace(info.agents[0]), e.ActionSpace(info.agents[0])
-		for _, a := range info.agents[1:] {
-			if !spaces.Equal(e.ObservationSpace(a), info.obs) || !spaces.Equal(e.ActionSpace(a), info.act) {
-				return nil, fmt.Errorf("environment %s: agent %q has other spaces than agent %q; sample run maps every agent to one policy", name, a, info.agents[0])
-			}
-		}
-	default:
-		return nil, fmt.Errorf("environment %s is a %T; sample run needs an Env, VectorEnv or MultiAgentEnv", name, raw)
-	}
-	if info.obs == nil || info.act == nil {
-		return nil, fmt.Errorf("environment %s has no observation or action space", name)
-	}
-	return info, nil
+	return &envInfo{agents: i.Agents, obs: i.Obs, act: i.Act, single: i.Single}, nil
 }
 
 // runSetup is everything sample run builds before it samples.
@@ -246,115 +213,28 @@ func (s *runSetup) close() {
 	}
 }
 
-func buildRun(f *runFlags) (_ *runSetup, err error) {
-	s := &runSetup{f: f}
-	defer func() {
-		if err != nil {
-			s.close()
-		}
-	}()
-	cfg, err := env.ParseConfig(f.envConfig)
+// buildRun builds the runners of the flags with runspec.Build, which the C API's sampler
+// shares; its spec errors are usage errors.
+func buildRun(f *runFlags) (*runSetup, error) {
+	limit := f.maxModel.limit()
+	r, err := runspec.Build(runspec.Spec{Env: f.env, EnvConfig: f.envConfig, NumEnvs: f.numEnvs, Workers: f.workers,
+		Model: f.model, Policies: f.policies, PolicyMap: f.policyMap,
+		OpenModel: func(name string) (*models.Policy, error) { return loadPolicy(name, limit) },
+		Explore:   f.explore, NormalizeActions: f.normalize, ClipActions: f.clip, Seed: f.seed,
+		FragmentLength: f.fragment, BatchMode: f.batchMode, CountStepsBy: f.countBy,
+		GAE: f.gae, Gamma: f.gamma, Lambda: f.lambda, Device: f.device, Threads: f.threads,
+		Remote: f.remote, BatchWait: f.batchWait, RestartFailed: f.restart,
+		MaxEnvSteps: f.steps, MaxEpisodes: f.episodes})
 	if err != nil {
-		return nil, usagef("--env-config: %v", err)
-	}
-	if s.info, err = probeEnv(f.env, cfg); err != nil {
+		var se *runspec.SpecError
+		if errors.As(err, &se) {
+			return nil, usagef("%s", se.Msg)
+		}
 		return nil, err
 	}
-	if _, err := inference.ParseDevice(f.device); err != nil {
-		return nil, usagef("--device: %v", err)
-	}
-	pols, mapping, model, err := runPolicies(f, s.info)
-	if err != nil {
-		return nil, err
-	}
-	s.model = model
-	if len(pols) == 1 {
-		for _, pc := range pols {
-			s.policy = pc.Policy
-		}
-	}
-	var gae *envrunner.GAE
-	if f.gae {
-		gae = &envrunner.GAE{Gamma: f.gamma, Lambda: f.lambda}
-	}
-	runners := make([]*envrunner.Runner, 0, f.workers)
-	s.cleanup = append(s.cleanup, func() {
-		for _, r := range runners {
-			r.Close()
-		}
-	})
-	first := 0
-	for w := range f.workers {
-		n := f.numEnvs / f.workers
-		if w < f.numEnvs%f.workers {
-			n++
-		}
-		opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(f.seed + uint64(first)), RestartFailedSubEnvironments: f.restart}
-		be, err := makeBaseEnv(f, cfg, s.info, opts)
-		if err != nil {
-			return nil, err
-		}
-		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: f.seed, Worker: w,
-			Policies: pols, PolicyMapping: mapping,
-			FragmentLength: f.fragment, CountStepsBy: f.countBy, BatchMode: f.batchMode, GAE: gae,
-			MaxEnvSteps: share(f.steps, f.workers, w), MaxEpisodes: share(f.episodes, f.workers, w)}
-		if f.steps > 0 || f.episodes > 0 {
-			// Every episode's metrics reach the summary: a run of a number of episodes keeps
-			// them until the end, any other takes them with each batch (runRun), so that its
-			// runners hold a fragment's worth.
-			rc.MaxMetrics = -1
-		}
-		r, err := envrunner.New(rc)
-		if err != nil {
-			be.Stop()
-			return nil, err
-		}
-		runners = append(runners, r)
-		first += n
-	}
-	s.group = envrunner.NewGroup(runners)
-	return s, nil
-}
-
-// makeBaseEnv builds one worker's environment: a RemoteVectorEnv with --remote; single-agent
-// environments as one VectorEnv (its adapter is the cheapest per step); others through
-// env.ToBaseEnv.
-func makeBaseEnv(f *runFlags, cfg env.Config, info *envInfo, opts env.BaseEnvOptions) (env.BaseEnv, error) {
-	mk := func(int) (any, error) { return env.Make(f.env, cfg) }
-	if f.remote {
-		return env.NewRemoteVectorEnv(mk, env.RemoteVectorEnvOptions{BaseEnvOptions: opts, BatchWait: f.batchWait})
-	}
-	if info.single {
-		v, err := env.NewVectorEnv(func(int) (env.Env, error) {
-			raw, err := env.Make(f.env, cfg)
-			if err != nil {
-				return nil, err
-			}
-			e, ok := raw.(env.Env)
-			if !ok {
-				return nil, fmt.Errorf("environment %s made a %T, not an Env", f.env, raw)
-			}
-			return e, nil
-		}, opts.NumEnvs)
-		if err != nil {
-			return nil, err
-		}
-		opts.NumEnvs = 0
-		return env.NewVectorBaseEnv(v, opts)
-	}
-	return env.ToBaseEnv(mk, opts)
-}
-
-// share splits total over workers: worker w's part (the first total%workers get one more).
-func share(total int64, workers, w int) int64 {
-	if total <= 0 {
-		return 0
-	}
-	n := total / int64(workers)
-	if int64(w) < total%int64(workers) {
-		n++
-	}
-	return n
+	i := r.Info
+	return &runSetup{f: f, info: &envInfo{agents: i.Agents, obs: i.Obs, act: i.Act, single: i.Single},
+		model: r.Model, policy: r.Policy, group: r.Group, cleanup: []func(){func() { r.Close() }}}, nil
 }
 
 // runSummary is the JSON summary of sample run (DESIGN.md's CLI contract).

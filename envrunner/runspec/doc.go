@@ -1,0 +1,18 @@
+// Package runspec builds a sampling run from plain values: the environment by its registered
+// name and config, the number of sub-environments and workers, the policy or policies with
+// their mapping, and the runner's settings. It is what `sample run` takes on its command line,
+// and what the C API's onnxrl_sampler_open (and so Python's Sampler) takes as JSON: both build
+// their runners here, so the same settings and seed give the same batches.
+//
+// # Usage
+//
+//	run, err := runspec.Build(runspec.Spec{Env: "CartPole-v1", NumEnvs: 8, Workers: 1,
+//		Explore: true, NormalizeActions: true, FragmentLength: 200,
+//		BatchMode: envrunner.TruncateEpisodes, CountStepsBy: envrunner.EnvSteps})
+//	if err != nil { ... }
+//	defer run.Close()
+//	err = run.Group.Run(ctx, envrunner.GroupOptions{Sink: sink})
+//
+// Errors in the spec itself (a bad config, an unknown device, policies that do not fit
+// together) are *SpecError values; their messages name the `sample run` flag of the field.
+package runspec
