@@ -1,25 +1,32 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
 )
 
-const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|parquet] [--compression snappy|zstd|none] [--max-file-size SIZE]"
+const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|parquet] [--compression snappy|zstd|none] [--max-file-size SIZE] [--overwrite]"
 
 // runConvert copies sample files from one format to the other: JSON lines (RLlib's old
 // JsonReader) to Parquet (its offline data API) and back, batch by batch. Several inputs (the
 // rotated files of one run) go into one output; the metadata of Parquet inputs is kept.
+// Incomplete files (x-000003.parquet.partial, left by a writer that was killed or hit a full
+// disk) are skipped, with a line on stderr for each. An output that exists is refused
+// unless --overwrite, as for run; a conversion that fails leaves no output.
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertArgs, stdout)
 	var of outputFlags
 	of.register(fs)
 	from := fs.String("from", "auto", "input format: parquet, json, or auto (from each input's extension)")
 	maxFileSize := fs.String("max-file-size", "0", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
+	overwrite := fs.Bool("overwrite", false, "replace an existing output file and its rotated files (otherwise refused)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -39,10 +46,26 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--max-file-size: %v", err)
 	}
+	set, err := outputSet(out)
+	if err != nil {
+		return err
+	}
 	for _, in := range ins {
 		if in == out {
 			return usagef("output %s is also an input", out)
 		}
+		for _, f := range set {
+			if filepath.Clean(in) == filepath.Clean(f) {
+				return usagef("input %s is one of the output %s's files, which --overwrite would replace; choose another output", in, out)
+			}
+		}
+	}
+	ins = skipPartial(ins, stderr)
+	if len(ins) == 0 {
+		return errors.New("no complete input to convert")
+	}
+	if err := prepareOutput(out, *overwrite); err != nil {
+		return err
 	}
 	meta := map[string]string{}
 	for _, in := range ins {
@@ -78,13 +101,66 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		})
 		if err != nil {
 			w.Close()
+			removeOutput(w)
 			return err
 		}
 	}
 	if err := w.Close(); err != nil {
+		removeOutput(w)
 		return err
 	}
 	st := w.Stats()
 	fmt.Fprintf(stdout, "%s: %d batches, %d rows, %d bytes in %d file(s)\n", strings.Join(w.Files(), ", "), batches, rows, st.Bytes, st.Files)
 	return nil
+}
+
+// skipPartial returns ins without the incomplete files (output.IsPartial), saying on stderr
+// which it skips, and names the incomplete files of the inputs' file sets that were not given.
+func skipPartial(ins []string, stderr io.Writer) []string {
+	kept := ins[:0:0]
+	given := map[string]bool{}
+	for _, in := range ins {
+		given[filepath.Clean(in)] = true
+		if output.IsPartial(in) {
+			fmt.Fprintf(stderr, "sample convert: skipping %s: an incomplete file (its writer was killed or failed before closing it)\n", in)
+			continue
+		}
+		kept = append(kept, in)
+	}
+	seen := map[string]bool{}
+	for _, in := range kept {
+		base := setBase(in)
+		if seen[base] {
+			continue
+		}
+		seen[base] = true
+		set, err := outputSet(base)
+		if err != nil {
+			continue
+		}
+		for _, f := range set {
+			if output.IsPartial(f) && !given[filepath.Clean(f)] {
+				fmt.Fprintf(stderr, "sample convert: not converting %s: an incomplete file (its writer was killed or failed before closing it)\n", f)
+			}
+		}
+	}
+	return kept
+}
+
+// setBase returns the path a file set is named after: x.jsonl for x-000003.jsonl (see
+// output.RotatedName), the path itself otherwise.
+func setBase(path string) string {
+	ext := filepath.Ext(path)
+	stem := path[:len(path)-len(ext)]
+	if i := strings.LastIndexByte(stem, '-'); i >= 0 && len(stem)-i-1 == 6 && strings.Trim(stem[i+1:], "0123456789") == "" {
+		return stem[:i] + ext
+	}
+	return path
+}
+
+// removeOutput removes what a failed conversion wrote, complete or not.
+func removeOutput(w *output.Writer) {
+	for _, f := range append(w.Files(), w.Incomplete()...) {
+		os.Remove(f)
+	}
 }

@@ -143,12 +143,15 @@ type drainer struct {
 	pending []jetstream.Msg
 	seen    idSet
 	stderr  io.Writer
-	segRows int64
-	segName string // the current segment's file name, written as segName.partial until committed
-	journal *drainJournal
-	ids     []string
-	started time.Time
-	begun   time.Time // when the drain started (--max-rate)
+	// The current segment's counts, added to sum once it is committed: the summary counts
+	// and names only files on disk under their names (a full disk left none of the
+	// segment it failed in).
+	segRows, segMessages, segBatches, segEnvSteps int64
+	segName                                       string // the current segment's file name, written as segName.partial until committed
+	journal                                       *drainJournal
+	ids                                           []string
+	started                                       time.Time
+	begun                                         time.Time // when the drain started (--max-rate)
 	// serverDown: the server said it shuts down, and no message came since.
 	serverDown bool
 }
@@ -157,7 +160,7 @@ func (d *drainer) run(ctx context.Context) error {
 	lastMsg := time.Now()
 	d.begun = lastMsg
 	for ctx.Err() == nil {
-		if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows && d.w == nil {
+		if d.f.maxRows > 0 && d.taken() >= d.f.maxRows && d.w == nil {
 			return nil
 		}
 		msgs, err := d.c.Fetch(d.f.fetch, time.Second)
@@ -181,7 +184,7 @@ func (d *drainer) run(ctx context.Context) error {
 			continue
 		}
 		for _, m := range msgs {
-			if d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows {
+			if d.f.maxRows > 0 && d.taken() >= d.f.maxRows {
 				// Not ours to take: the server hands it to the next drain at once.
 				if err := m.Nak(); err != nil {
 					return errors.Join(fmt.Errorf("give back a message: %w", err), d.closeSegment())
@@ -199,7 +202,7 @@ func (d *drainer) run(ctx context.Context) error {
 				return errors.Join(err, d.closeSegment())
 			}
 			d.pace(ctx)
-			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.sum.Rows >= d.f.maxRows) {
+			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.taken() >= d.f.maxRows) {
 				if err := d.closeSegment(); err != nil {
 					return err
 				}
@@ -222,6 +225,10 @@ func (d *drainer) run(ctx context.Context) error {
 	return d.closeSegment()
 }
 
+// taken is the rows taken so far: those of the committed files and of the segment being
+// written.
+func (d *drainer) taken() int64 { return d.sum.Rows + d.segRows }
+
 // until says when a drain waiting for messages stops.
 func (d *drainer) until() string {
 	if d.f.idleExit > 0 {
@@ -236,7 +243,7 @@ func (d *drainer) pace(ctx context.Context) {
 	if d.f.maxRate <= 0 {
 		return
 	}
-	due := d.begun.Add(time.Duration(float64(d.sum.Rows) / d.f.maxRate * float64(time.Second)))
+	due := d.begun.Add(time.Duration(float64(d.taken()) / d.f.maxRate * float64(time.Second)))
 	if wait := time.Until(due); wait > 0 {
 		select {
 		case <-ctx.Done():
@@ -263,12 +270,13 @@ func (d *drainer) write(m jetstream.Msg) error {
 		}
 		path := d.freeName()
 		opts.Format = opts.Format.Resolve(path)
+		opts.InPlace = true // the .partial name and the rename are the journal's (drainJournal)
 		if d.w, err = output.NewWriter(path+partialSuffix, opts); err != nil {
 			return err
 		}
 		d.segName = path
-		d.sum.Out = append(d.sum.Out, path)
-		d.started, d.segRows = time.Now(), 0
+		d.started = time.Now()
+		d.segRows, d.segMessages, d.segBatches, d.segEnvSteps = 0, 0, 0, 0
 	}
 	rows := int64(b.Rows())
 	if err := d.w.Write(b); err != nil {
@@ -276,11 +284,10 @@ func (d *drainer) write(m jetstream.Msg) error {
 	}
 	d.pending = append(d.pending, m)
 	d.segRows += rows
-	d.sum.Messages++
-	d.sum.Rows += rows
-	d.sum.EnvSteps += int64(b.EnvSteps)
+	d.segMessages++
+	d.segEnvSteps += int64(b.EnvSteps)
 	if m.Headers().Get(scaleout.HeaderPart) == "" || isLastPart(m.Headers().Get(scaleout.HeaderPart)) {
-		d.sum.Batches++
+		d.segBatches++
 	}
 	return nil
 }
@@ -317,6 +324,8 @@ func (d *drainer) closeSegment() error {
 	if d.w != nil {
 		err := d.w.Close()
 		d.w = nil
+		rows := d.segRows
+		d.segRows = 0 // committed or not, no longer being written
 		if err != nil {
 			// Not committed, not acknowledged: the server delivers these messages again, and
 			// a restarted drain removes the .partial file.
@@ -334,6 +343,11 @@ func (d *drainer) closeSegment() error {
 			return fmt.Errorf("rename the committed segment %s into place: %w (a restarted drain finishes it)", d.segName, err)
 		}
 		crashPoint("rename")
+		d.sum.Out = append(d.sum.Out, d.segName)
+		d.sum.Rows += rows
+		d.sum.Messages += d.segMessages
+		d.sum.Batches += d.segBatches
+		d.sum.EnvSteps += d.segEnvSteps
 	}
 	var err error
 	// The acknowledgements may meet a restarting server that no longer knows these

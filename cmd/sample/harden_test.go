@@ -176,7 +176,7 @@ func TestServeFlushInterval(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Kill())
 	<-p.done
 	p.cmd.Wait()
-	bs := readBatches(t, []string{out})
+	bs := readBatches(t, completeFiles(out))
 	assert.GreaterOrEqual(t, rowsOf(bs), int64(s.steps), "every step of the ended episodes survived SIGKILL")
 }
 
@@ -239,19 +239,35 @@ func TestInspectHugeDimensions(t *testing.T) {
 
 // rowsWritten counts the rows of the complete lines of a JSON lines sample file.
 func rowsWritten(path string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
 	var rows int64
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return rows
+	for _, f := range completeFiles(path) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
 		}
-		if m, err := output.Decode(b[:i]); err == nil {
-			rows += int64(m.Rows())
+		for {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				break
+			}
+			if m, err := output.Decode(b[:i]); err == nil {
+				rows += int64(m.Rows())
+			}
+			b = b[i+1:]
 		}
-		b = b[i+1:]
 	}
+	return rows
+}
+
+// completeFiles returns the complete files of path's output set (each flush closes one; the
+// .partial file being written is left out).
+func completeFiles(path string) []string {
+	set, _ := outputSet(path)
+	var done []string
+	for _, f := range set {
+		if !output.IsPartial(f) {
+			done = append(done, f)
+		}
+	}
+	return done
 }

@@ -14,7 +14,8 @@ import (
 // outputSet returns the files of an earlier run that a run writing to path would mix with:
 // path itself and its rotated files (output.RotatedName: x-000001.jsonl, ...), and for a
 // Parquet path (by its extension) the policies' file sets too (output.PolicyPath:
-// x-<policy>.parquet, x-<policy>-000001.parquet, ...). Only regular files count: --out
+// x-<policy>.parquet, x-<policy>-000001.parquet, ...), each also under its incomplete name
+// (x-000003.jsonl.partial, see output.PartialSuffix). Only regular files count: --out
 // /dev/stdout or a named pipe is not an earlier run's data.
 func outputSet(path string) ([]string, error) {
 	var set []string
@@ -26,6 +27,9 @@ func outputSet(path string) ([]string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	if fi, err := os.Stat(path + output.PartialSuffix); err == nil && fi.Mode().IsRegular() {
+		set = append(set, path+output.PartialSuffix)
+	}
 	ext := filepath.Ext(path)
 	stem := path[:len(path)-len(ext)]
 	parquet := output.FormatOf(path) == output.FormatParquet
@@ -33,18 +37,20 @@ func outputSet(path string) ([]string, error) {
 	if parquet {
 		pattern = "-?*"
 	}
-	matches, err := filepath.Glob(globEscape(stem) + pattern + globEscape(ext))
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range matches {
-		mid := strings.TrimSuffix(strings.TrimPrefix(m, stem+"-"), ext)
-		ours := len(mid) >= 6 && strings.Trim(mid, "0123456789") == ""
-		if parquet {
-			ours = strings.Trim(mid, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == ""
+	for _, suffix := range []string{"", output.PartialSuffix} {
+		matches, err := filepath.Glob(globEscape(stem) + pattern + globEscape(ext+suffix))
+		if err != nil {
+			return nil, err
 		}
-		if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() && ours {
-			set = append(set, m)
+		for _, m := range matches {
+			mid := strings.TrimSuffix(strings.TrimPrefix(m, stem+"-"), ext+suffix)
+			ours := len(mid) >= 6 && strings.Trim(mid, "0123456789") == ""
+			if parquet {
+				ours = strings.Trim(mid, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == ""
+			}
+			if fi, err := os.Stat(m); err == nil && fi.Mode().IsRegular() && ours {
+				set = append(set, m)
+			}
 		}
 	}
 	return set, nil

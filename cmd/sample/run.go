@@ -33,7 +33,7 @@ var defaultModels = runspec.DefaultModels
 type runFlags struct {
 	env, envConfig, model, out, device, batchMode, countBy, maxFileSize string
 	remoteWait                                                          string // --remote-wait: MS or "all"
-	batchWait                                                           time.Duration
+	batchWait, flushInterval                                            time.Duration
 	numEnvs, workers, fragment, threads                                 int
 	steps, episodes                                                     int64
 	seed                                                                uint64
@@ -68,6 +68,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	f.maxModel.register(fs)
 	fs.StringVar(&f.maxFileSize, "max-file-size", "64MiB", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "replace an existing --out file and its rotated files (otherwise refused)")
+	fs.DurationVar(&f.flushInterval, "flush-interval", 5*time.Second, "close the --out file (Parquet footer, renamed from .partial) at least this often, so that a killed run loses at most this long's samples; the next batch starts the next rotated file (0: only when full and at the end)")
 	fs.IntVar(&f.fragment, "fragment-length", 200, "rollout_fragment_length: steps per sub-environment in a sample batch")
 	fs.StringVar(&f.batchMode, "batch-mode", envrunner.TruncateEpisodes, "truncate_episodes or complete_episodes")
 	fs.StringVar(&f.countBy, "count-steps-by", envrunner.EnvSteps, "env_steps or agent_steps")
@@ -113,6 +114,8 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 		return nil, usagef("give --steps or --episodes, not both")
 	case f.fragment < 1:
 		return nil, usagef("--fragment-length %d: want >= 1", f.fragment)
+	case f.flushInterval < 0:
+		return nil, usagef("--flush-interval %v: want >= 0", f.flushInterval)
 	case f.threads < 0:
 		return nil, usagef("--threads %d: want >= 0", f.threads)
 	case f.batchMode != envrunner.TruncateEpisodes && f.batchMode != envrunner.CompleteEpisodes:
@@ -292,6 +295,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		opts.OnWritten = s.group.Release
+		opts.FlushInterval = f.flushInterval
 		if w, err = output.NewWriter(f.out, opts); err != nil {
 			return err
 		}

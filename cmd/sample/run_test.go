@@ -255,7 +255,8 @@ func TestRunSignal(t *testing.T) {
 			require.NoError(t, cmd.Start())
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				if st, err := os.Stat(out); err == nil && st.Size() > 0 {
+				// The open file is out.partial until closed (at --flush-interval, 5 s).
+				if st, err := os.Stat(out + output.PartialSuffix); err == nil && st.Size() > 0 {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -272,7 +273,8 @@ func TestRunSignal(t *testing.T) {
 			var s runSummary
 			require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
 			assert.True(t, s.Interrupted)
-			bs := readAll(t, []string{out})
+			assert.Equal(t, out, s.Out[0])
+			bs := readAll(t, s.Out)
 			assert.Equal(t, s.AgentSteps, rowsOf(bs))
 			assert.Positive(t, s.AgentSteps)
 		})

@@ -215,7 +215,7 @@ func TestServeEpisodes(t *testing.T) {
 
 			errText := p.stop(t)
 			assert.Contains(t, errText, fmt.Sprintf("wrote %d rows", s.steps))
-			bs := readAll(t, []string{out})
+			bs := readAll(t, completeFiles(out)) // a flush (every 5 s) closes a file
 			require.Equal(t, int64(s.steps), rowsOf(bs), "every served step is a row")
 			term, trunc := 0, 0
 			for _, b := range bs {
@@ -263,7 +263,7 @@ func TestServeMultiAgent(t *testing.T) {
 		}
 	}
 	p.stop(t)
-	bs := readBatches(t, []string{out})
+	bs := readBatches(t, completeFiles(out))
 	assert.Equal(t, int64(steps), rowsOf(bs))
 }
 

@@ -71,15 +71,27 @@
 // back (every accepted batch comes back exactly once, in order, even when writing failed).
 // The queue is bounded: a producer faster than the disk waits in Write, nothing is dropped.
 //
-// Rotation: with Options.MaxFileSize set, the first file is exactly the given path; once a
-// file has reached MaxFileSize bytes, the next line starts a new file named after the path
-// with a six-digit counter before the extension: x.jsonl, x-000001.jsonl, x-000002.jsonl, ...
-// (x.parquet, x-000001.parquet, ...). A line or row group is never split across files, and a
-// Parquet file gets its footer before the next starts, so every file is valid on its own.
+// Incomplete files: each file is written as NAME.partial (PartialSuffix) and renamed to NAME
+// once it is complete (Parquet footer written, fsynced, the directory synced), so that a
+// process killed, or a full disk, never leaves a file under its name that a reader cannot
+// read: readers (ReadFile, sample convert) refuse or skip .partial files and say so. Files
+// and Stats name and count only complete files; after a failure the file being written stays
+// under its .partial name and Close's error names it. A device or pipe (/dev/stdout), or a
+// Writer with Options.InPlace, is written under its own name.
 //
-// Flushing: Flush waits for everything queued so far to be written and handed to the
-// operating system (a Parquet file is readable only once closed: its footer comes last);
-// Close does the same, writes the Parquet footer, then fsyncs and closes the file. A write error (disk
-// full, a file that cannot be created) is sticky: it names the file and is returned by the
-// next Write, Flush and Close, and producers are never left blocked by a failed writer.
+// Rotation: with Options.MaxFileSize set, the first file is exactly the given path; once a
+// file has reached MaxFileSize bytes it is closed, and the next line starts a new file named
+// after the path with a six-digit counter before the extension: x.jsonl, x-000001.jsonl,
+// x-000002.jsonl, ... (x.parquet, x-000001.parquet, ...). A line or row group is never split
+// across files, and a Parquet file gets its footer before the next starts, so every file is
+// valid on its own.
+//
+// Flushing: Flush waits for everything queued so far to be written and makes it readable:
+// each file that got a batch is closed as when full (a Parquet file is readable only once
+// closed: its footer comes last), and the next batch starts the next rotated file. With
+// Options.FlushInterval the writer does the same by itself at that interval, so that a
+// SIGKILL loses at most that long's batches in either format. Close writes out the queue and
+// closes the files. A write error (disk full, a file that cannot be created) is sticky: it
+// names the file and is returned by the next Write, Flush and Close, and producers are never
+// left blocked by a failed writer.
 package output

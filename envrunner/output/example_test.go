@@ -92,7 +92,7 @@ func ExampleWriter() {
 		fmt.Println(filepath.Base(name), lines)
 	}
 	// Output:
-	// {Lines:3 Bytes:690 Files:2}
+	// {Lines:3 Rows:3 Bytes:690 Files:2}
 	// x.jsonl 2
 	// x-000001.jsonl 1
 }

@@ -19,6 +19,18 @@ import (
 	"github.com/onnxrl/sampler/envrunner/arrowbatch"
 )
 
+// ErrPartial is the error of a reader given a file that its writer did not finish (see
+// PartialSuffix): readers skip such files.
+var ErrPartial = errors.New("an incomplete file (its writer was killed or failed before closing it); readers skip .partial files")
+
+// checkComplete refuses a .partial file.
+func checkComplete(path string) error {
+	if IsPartial(path) {
+		return fmt.Errorf("output: %s: %w", path, ErrPartial)
+	}
+	return nil
+}
+
 // ReadFile reads the batches of a file written by a Writer (or by RLlib's JSON writer) in
 // order and hands each to fn, stopping at fn's first error. The format is f, or the path's
 // (FormatOf) when f is FormatAuto. Errors name the file and the line or row group.
@@ -31,8 +43,13 @@ func ReadFile(path string, f Format, fn func(*envrunner.MultiAgentBatch) error) 
 	}
 }
 
-// ReadJSONLines reads a JSON lines file with Decode, skipping blank lines.
+// ReadJSONLines reads a JSON lines file with Decode, skipping blank lines. A line that
+// does not parse (a flipped byte, a last line cut short) is an error naming the file and the
+// line; a .partial file is refused (ErrPartial).
 func ReadJSONLines(path string, fn func(*envrunner.MultiAgentBatch) error) error {
+	if err := checkComplete(path); err != nil {
+		return err
+	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("output: %w", err)
@@ -44,7 +61,7 @@ func ReadJSONLines(path string, fn func(*envrunner.MultiAgentBatch) error) error
 		if len(bytes.TrimSpace(line)) > 0 {
 			m, derr := Decode(line)
 			if derr != nil {
-				return fmt.Errorf("%s line %d: %w", path, n, derr)
+				return fmt.Errorf("output: %s line %d: %w", path, n, derr)
 			}
 			if ferr := fn(m); ferr != nil {
 				return ferr
@@ -64,8 +81,11 @@ func ReadJSONLines(path string, fn func(*envrunner.MultiAgentBatch) error) error
 // in a file written by another tool).
 //
 // A damaged file is an error, never a crash: a panic of the Parquet reader on bad bytes is
-// turned into an error naming the file.
+// turned into an error naming the file. A .partial file is refused (ErrPartial).
 func ReadParquet(path string, fn func(*envrunner.MultiAgentBatch) error) (err error) {
+	if err := checkComplete(path); err != nil {
+		return err
+	}
 	inReader := true // false while fn runs: a panic there is the caller's
 	defer func() {
 		if r := recover(); r != nil {

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/onnxrl/sampler/envrunner"
 )
@@ -45,6 +47,18 @@ type Options struct {
 	// still written in order (0: GOMAXPROCS, at most MaxEncoders; 1: on the writer goroutine).
 	// Parquet row groups are encoded on the writer goroutine.
 	Encoders int
+	// FlushInterval, when positive, bounds what a crash can lose: at least this often the
+	// writer makes what it has written readable, as Flush does (each file that got a batch is
+	// closed, with its Parquet footer, and renamed from .partial; the next batch starts the
+	// next rotated file). 0: only when a file is full, at Flush and at Close.
+	FlushInterval time.Duration
+	// InPlace writes each file under its own name from the start, without the .partial name
+	// and the rename (see PartialSuffix), and Flush only hands the buffer to the operating
+	// system: for a caller with its own commit protocol (sample drain). Devices and pipes
+	// (/dev/stdout) are always written in place.
+	InPlace bool
+	// wrapFile, in tests, stands between each file and its buffer (a disk that fills up).
+	wrapFile func(io.Writer) io.Writer
 	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
 	// schema's): what a learner needs to trust the data, such as the spaces, the policy, the
 	// model's sha256, the sampler's version, the seed and the env. JSON lines have no place
@@ -59,12 +73,14 @@ type encoder interface {
 	endFile(dst io.Writer) error
 }
 
-// Stats counts what a Writer has written.
+// Stats counts what a Writer has written into complete files: closed, synced and renamed
+// into place (see PartialSuffix). A file being written, or left incomplete by a failure,
+// does not count.
 type Stats struct {
 	// Lines counts the batches with rows written (a JSON line or a Parquet row group each),
-	// Bytes the bytes handed to the file buffer (newlines and Parquet footers included).
-	Lines, Bytes int64
-	// Files is the number of files opened.
+	// Rows their rows, Bytes the files' bytes (newlines and Parquet footers included).
+	Lines, Rows, Bytes int64
+	// Files is the number of complete files.
 	Files int
 }
 
@@ -79,6 +95,9 @@ type Writer struct {
 	path      string
 	maxSize   int64
 	onWritten func(*envrunner.MultiAgentBatch)
+	every     time.Duration // Options.FlushInterval
+	inPlace   bool
+	wrapFile  func(io.Writer) io.Writer // tests: a disk that fills up
 
 	// mu is held for reading while a producer sends on queue and for writing to close it,
 	// so that no send can meet a closed channel.
@@ -91,9 +110,9 @@ type Writer struct {
 	errMu sync.Mutex
 	err   error // the first write error, sticky
 
-	lines, bytes atomic.Int64
-	filesMu      sync.Mutex
-	files        []string // of every file set, in the order they were opened
+	lines, rows, bytes atomic.Int64 // of the complete files
+	filesMu            sync.Mutex
+	files              []fileEntry // of every file set, in the order they were opened
 
 	// Owned by the goroutine.
 	main      *fileSet
@@ -122,9 +141,9 @@ type item struct {
 	flush chan error
 }
 
-// NewWriter creates the file at path (truncating it, and creating its directory when
-// missing) and starts the writer goroutine. Close must be called to write everything out
-// and to end the goroutine.
+// NewWriter creates the file at path (as path.partial, truncating it, and creating its
+// directory when missing; see PartialSuffix) and starts the writer goroutine. Close must be
+// called to write everything out and to end the goroutine.
 func NewWriter(path string, opts Options) (*Writer, error) {
 	if opts.MaxFileSize < 0 {
 		return nil, fmt.Errorf("output: negative MaxFileSize %d", opts.MaxFileSize)
@@ -135,6 +154,9 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	if opts.Encoders < 0 {
 		return nil, fmt.Errorf("output: negative Encoders %d", opts.Encoders)
 	}
+	if opts.FlushInterval < 0 {
+		return nil, fmt.Errorf("output: negative FlushInterval %v", opts.FlushInterval)
+	}
 	if opts.QueueSize == 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
@@ -142,6 +164,9 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 		path:      path,
 		maxSize:   opts.MaxFileSize,
 		onWritten: opts.OnWritten,
+		every:     opts.FlushInterval,
+		inPlace:   opts.InPlace,
+		wrapFile:  opts.wrapFile,
 		queue:     make(chan item, opts.QueueSize),
 		done:      make(chan struct{}),
 	}
@@ -213,9 +238,11 @@ func (w *Writer) Write(m *envrunner.MultiAgentBatch) error {
 	return nil
 }
 
-// Flush waits until every batch queued before it has been written and the file buffer has
-// been handed to the operating system (it does not fsync; Close does). It returns the sticky
-// write error, if any, or ErrClosed after Close.
+// Flush waits until every batch queued before it has been written and is readable: each
+// file that got a batch since it was opened is closed (Parquet footer, fsync) and renamed
+// from .partial to its name, and the next batch starts the next rotated file. A device or
+// pipe, or a Writer with Options.InPlace, only has its buffer handed to the operating
+// system. It returns the sticky write error, if any, or ErrClosed after Close.
 func (w *Writer) Flush() error {
 	w.mu.RLock()
 	if w.closed {
@@ -241,20 +268,38 @@ func (w *Writer) Close() error {
 	return w.result
 }
 
-// Stats returns the counters so far.
+// Stats returns the counters of the complete files so far.
 func (w *Writer) Stats() Stats {
-	w.filesMu.Lock()
-	n := len(w.files)
-	w.filesMu.Unlock()
-	return Stats{Lines: w.lines.Load(), Bytes: w.bytes.Load(), Files: n}
+	return Stats{Lines: w.lines.Load(), Rows: w.rows.Load(), Bytes: w.bytes.Load(), Files: len(w.Files())}
 }
 
-// Files returns the names of the files opened so far, in the order they were opened: path,
-// then the rotated names and the policies' files (see PolicyPath).
+// Files returns the names of the complete files so far (closed, synced, renamed into
+// place), in the order they were opened: path, then the rotated names and the policies'
+// files (see PolicyPath).
 func (w *Writer) Files() []string {
 	w.filesMu.Lock()
 	defer w.filesMu.Unlock()
-	return append([]string(nil), w.files...)
+	var names []string
+	for _, f := range w.files {
+		if f.done {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// Incomplete returns the names of the files left incomplete under their .partial names by
+// a failure (after Close; during a run, also the files being written).
+func (w *Writer) Incomplete() []string {
+	w.filesMu.Lock()
+	defer w.filesMu.Unlock()
+	var names []string
+	for _, f := range w.files {
+		if !f.done && f.partial != f.name {
+			names = append(names, f.partial)
+		}
+	}
+	return names
 }
 
 func (w *Writer) stickyErr() error {
@@ -281,13 +326,23 @@ func (w *Writer) fail(name string, err error) {
 // run is the writer goroutine, encoding and writing batches one by one.
 func (w *Writer) run() {
 	defer close(w.done)
-	for it := range w.queue {
-		if it.flush != nil {
-			for _, set := range w.order {
-				if w.stickyErr() == nil {
-					set.flush()
-				}
+	tick, stop := w.ticker()
+	defer stop()
+	for {
+		var it item
+		select {
+		case <-tick:
+			w.flushSets()
+			continue
+		case i, ok := <-w.queue:
+			if !ok {
+				w.result = w.finish()
+				return
 			}
+			it = i
+		}
+		if it.flush != nil {
+			w.flushSets()
 			it.flush <- w.stickyErr()
 			continue
 		}
@@ -296,7 +351,25 @@ func (w *Writer) run() {
 			w.onWritten(it.batch)
 		}
 	}
-	w.result = w.finish()
+}
+
+// ticker returns the channel of Options.FlushInterval's ticks (nil without one) and the
+// function that stops it.
+func (w *Writer) ticker() (<-chan time.Time, func()) {
+	if w.every <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTicker(w.every)
+	return t.C, t.Stop
+}
+
+// flushSets flushes every file set (see Flush) unless the writer has failed.
+func (w *Writer) flushSets() {
+	for _, set := range w.order {
+		if w.stickyErr() == nil {
+			set.flush()
+		}
+	}
 }
 
 // write encodes m: a JSON line, or Parquet row groups, one in the main file set for the
@@ -341,10 +414,16 @@ func (w *Writer) policySet(policy string) *fileSet {
 	return set
 }
 
-// finish closes the files at the end of the goroutine and returns the first error.
+// finish closes the files at the end of the goroutine and returns the first error, with
+// the files it left incomplete.
 func (w *Writer) finish() error {
 	for _, set := range w.order {
 		set.finish()
 	}
-	return w.stickyErr()
+	err := w.stickyErr()
+	if left := w.Incomplete(); err != nil && len(left) > 0 {
+		done := w.Stats()
+		err = fmt.Errorf("%w; left incomplete (readers skip .partial files): %s; complete: %d rows in %d files", err, strings.Join(left, ", "), done.Rows, done.Files)
+	}
+	return err
 }
