@@ -268,7 +268,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln := newLimitListener(tcp, f.guard.maxConns)
+	ln := newLimitListener(tcp, f.guard.maxConns, f.guard.maxConnsPerIP)
 	var w *output.Writer
 	so := server.SamplerOptions{FlushInterval: f.guard.flushInterval}
 	if f.out != "" {
@@ -284,8 +284,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		so.Write, so.Flush = w.Write, w.Flush
 	}
 	sampler := server.StartSamplerWith(s.runner, so)
-	hs := &http.Server{Handler: s.srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ReadTimeout: f.guard.readTimeout, WriteTimeout: f.guard.httpWriteTimeout(f.timeout)}
+	hs := &http.Server{Handler: s.srv, ReadHeaderTimeout: f.guard.headerTimeout, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ReadTimeout: f.guard.readTimeout, WriteTimeout: f.guard.httpWriteTimeout(f.timeout),
+		ConnState: ln.connState}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 

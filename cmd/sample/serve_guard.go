@@ -17,7 +17,8 @@ const tokenEnv = "SAMPLE_SERVE_TOKEN"
 // guardFlags are sample serve's defences against hostile clients and failures (issue 19).
 type guardFlags struct {
 	idleTimeout, readTimeout, writeTimeout, flushInterval time.Duration
-	maxAgents, maxConns                                   int
+	headerTimeout                                         time.Duration
+	maxAgents, maxConns, maxConnsPerIP                    int
 	token, maxInFlight                                    string
 	allowOrigins                                          stringList
 	insecure, overwrite                                   bool
@@ -39,7 +40,9 @@ func (l *stringList) Set(v string) error {
 func (g *guardFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.idleTimeout, "episode-idle-timeout", server.DefaultIdleTimeout, "end an episode (truncated, recorded) after this long without a request (negative: never)")
 	fs.IntVar(&g.maxAgents, "max-agents", server.DefaultMaxAgents, "most agents of one multi-agent episode")
-	fs.IntVar(&g.maxConns, "max-connections", 4096, "most connections open at once; more are answered 503 and closed")
+	fs.IntVar(&g.maxConns, "max-connections", 4096, "most connections open at once; at the limit the oldest idle keep-alive connection (else one that has sent no request for 0.5 s) is closed for a new one, and without one the new one is answered 503 and closed")
+	fs.IntVar(&g.maxConnsPerIP, "max-connections-per-ip", 256, "most connections open at once from one address (as --max-connections, among that address's connections)")
+	fs.DurationVar(&g.headerTimeout, "header-timeout", 5*time.Second, "close a connection that has not sent a complete request's headers this long after it opened (a keep-alive connection: after its next request began)")
 	fs.StringVar(&g.maxInFlight, "max-bodies-in-flight", "64MiB", "most request body bytes read or held at once (503 beyond)")
 	fs.DurationVar(&g.readTimeout, "read-timeout", 30*time.Second, "longest time to read a request, headers and body")
 	fs.DurationVar(&g.writeTimeout, "write-timeout", 30*time.Second, "longest time to write a response (added to --timeout)")
@@ -60,6 +63,10 @@ func (g *guardFlags) check(addr string) error {
 		return usagef("--max-agents %d: want >= 1", g.maxAgents)
 	case g.maxConns < 1:
 		return usagef("--max-connections %d: want >= 1", g.maxConns)
+	case g.maxConnsPerIP < 1:
+		return usagef("--max-connections-per-ip %d: want >= 1", g.maxConnsPerIP)
+	case g.headerTimeout <= 0:
+		return usagef("--header-timeout %v: want > 0", g.headerTimeout)
 	case g.readTimeout <= 0:
 		return usagef("--read-timeout %v: want > 0", g.readTimeout)
 	case g.writeTimeout <= 0:

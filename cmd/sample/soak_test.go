@@ -203,7 +203,7 @@ func TestSoakSIGTERM(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "soak.jsonl")
 	p := startServe(t, "--model", "random", "--obs-space", cartPoleObsSpace, "--action-space", cartPoleActSpace,
 		"--out", out, "--max-episodes", "1100", "--episode-idle-timeout", "10s", "--flush-interval", "1s",
-		"--max-connections", "8192")
+		"--max-connections", "8192", "--max-connections-per-ip", "8192")
 	l := &soakLoad{url: p.url}
 	slowSockets(t, strings.TrimPrefix(p.url, "http://"), 2000)
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -99,9 +99,12 @@
 // a panic in the sampler stops it with a *PanicError, and Fail then reports the reason on
 // /healthz (503) while /v1/act goes on. Access keeps browsers out: only JSON bodies, an
 // Origin only when allowed, a loopback Host on a loopback listener, and an optional bearer
-// token (/healthz stays open for probes). `sample serve` adds read and write deadlines and a
-// connection limit (--read-timeout, --write-timeout, --max-connections) and refuses to
-// listen beyond loopback without --token unless --insecure.
+// token (/healthz stays open for probes). `sample serve` adds read and write deadlines
+// (--header-timeout, 5 s, for a connection to send its request's headers; --read-timeout,
+// --write-timeout), connection limits in all and per address (--max-connections, 4,096;
+// --max-connections-per-ip, 256: at a limit the oldest idle keep-alive connection makes room
+// first, and a request in progress never does), and refuses to listen beyond loopback
+// without --token unless --insecure.
 //
 // # Running a server
 //
