@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test native native-test native-tools nvrtc python-test python-deps nats-server vet race bench bench-ep onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
+.PHONY: all build run test go-test pyarrow-venv native native-test native-tools nvrtc python-test python-deps nats-server vet race bench bench-ep onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -31,8 +31,16 @@ test: go-test native-test python-test
 
 # The Python packages come first too: the NumPy reference sampler that sample bench --vs is
 # tested against (benchmarks/baselines/) needs NumPy.
-go-test: onnxruntime native vet python-deps nats-server
-	$(GO) test -race -count=1 ./...
+go-test: onnxruntime native vet python-deps nats-server pyarrow-venv
+	ONNXRL_PYARROW_PYTHON=$(CURDIR)/$(PYARROW_VENV)/bin/python $(GO) test -race -count=1 ./...
+
+# pyarrow from PyPI in a virtual environment under the build folder (git-ignored): the
+# reader no one here wrote, with which the Go tests check the Parquet files we write
+# (scripts/check_parquet.py: schema, row counts, page checksums).
+PYARROW_VENV ?= $(BUILD_DIR)/pyarrow-venv
+pyarrow-venv:
+	@$(PYARROW_VENV)/bin/python -c 'import pyarrow' 2>/dev/null || \
+		{ $(PYTHON) -m venv $(PYARROW_VENV) && $(PYARROW_VENV)/bin/pip install -q pyarrow; }
 
 # The native build (CMakeLists.txt): libonnxrl_sampler.so, the policy execution provider
 # (build/lib/libonnxrl_ep.so), the C++ example, the C and C++ tests.
@@ -116,6 +124,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME) ./models/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./envrunner/output/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadParquet$$' -fuzztime $(FUZZTIME) ./envrunner/output/
+	$(GO) test -run '^$$' -fuzz '^FuzzThrift$$' -fuzztime $(FUZZTIME) ./envrunner/output/
 	$(GO) test -run '^$$' -fuzz '^FuzzAgentChain$$' -fuzztime $(FUZZTIME) ./connectors/
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) ./externalenv/server/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(FUZZTIME) ./externalenv/server/

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Check sample files written by `sample run --out x.parquet` with pyarrow.
 
-    scripts/check_parquet.py FILE.parquet [FILE.parquet ...]
+    scripts/check_parquet.py [--rows N] FILE.parquet [FILE.parquet ...]
 
-For each file: the columns RLlib's offline data API reads are there with the types the
+For each file: every page's CRC-32 is verified (pyarrow's page_checksum_verification: a
+byte flipped in a page fails the read) and the sampler's checksums key is there; the columns RLlib's offline data API reads are there with the types the
 sampler documents (vector columns fixed-size lists of float32, rewards float32, flags bool,
 ids integers, module_id string), no column has nulls, the optional columns have a row each,
 and the key-value metadata says where the samples come from (spaces, sampler version, seed).
-Prints one line per file; exits 1 on the first problem, 0 when all files pass.
+The row groups' row counts must add up to the rows read. With --rows N the files together
+must hold N rows. Files named *.partial (left incomplete by a writer that was killed or
+failed) are skipped, with a line that says so. Prints one line per file; exits 1 on the
+first problem, 0 when all files pass.
 
 Without pyarrow it prints why and exits 0 (skipped), so that it can run anywhere.
 """
@@ -67,7 +71,7 @@ def check_type(name, want, t):
 
 
 def check(path):
-    f = pq.ParquetFile(path)
+    f = pq.ParquetFile(path, page_checksum_verification=True)
     meta = {k.decode(): v.decode() for k, v in (f.metadata.metadata or {}).items()}
     for key in METADATA:
         if key not in meta:
@@ -76,6 +80,12 @@ def check(path):
     if len(steps) != f.num_row_groups:
         raise ValueError(f"onnxrl.env_steps has {len(steps)} values for {f.num_row_groups} row groups")
     table = f.read()
+    groups = sum(f.metadata.row_group(g).num_rows for g in range(f.num_row_groups))
+    if groups != table.num_rows or f.metadata.num_rows != table.num_rows:
+        raise ValueError(f"row groups hold {groups} rows, the footer says {f.metadata.num_rows}, "
+                         f"{table.num_rows} were read")
+    if f.num_row_groups and "onnxrl.checksums" not in meta:
+        raise ValueError("metadata 'onnxrl.checksums' is missing (pages without checksums)")
     schema = table.schema
     for name, want in REQUIRED.items():
         if name not in schema.names:
@@ -97,19 +107,32 @@ def check(path):
               if pa.types.is_fixed_size_list(schema.field(n).type)}
     print(f"{path}: ok, {table.num_rows} rows in {f.num_row_groups} row groups, "
           f"{len(schema.names)} columns, widths {widths}, policies "
-          f"{sorted(set(table.column('module_id').to_pylist()))}")
+          f"{sorted(set(table.column('module_id').to_pylist()))}, page checksums verified")
+    return table.num_rows
 
 
 def main(argv):
-    if len(argv) < 2:
+    args = argv[1:]
+    want = None
+    if len(args) >= 2 and args[0] == "--rows":
+        want, args = int(args[1]), args[2:]
+    if not args:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    for path in argv[1:]:
+    rows = 0
+    for path in args:
+        if path.endswith(".partial"):
+            print(f"{path}: skipped: an incomplete file (its writer did not finish it)")
+            continue
         try:
-            check(path)
+            rows += check(path)
         except (ValueError, OSError, pa.ArrowException) as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             return 1
+    if want is not None and rows != want:
+        print(f"the files hold {rows} rows, want {want}", file=sys.stderr)
+        return 1
+    print(f"check_parquet: {rows} rows in all")
     return 0
 
 

@@ -44,6 +44,7 @@ type parquetEncoder struct {
 	cols  columnWriter
 
 	fw       *file.Writer // nil before the file's first batch
+	crc      *crcWriter   // between fw and the file: page checksums (pagecrc.go)
 	layout   arrowbatch.Layout
 	envSteps []int
 	ids      []string
@@ -103,7 +104,8 @@ func (e *parquetEncoder) open(dst io.Writer, l arrowbatch.Layout) error {
 		kv.Append(k, md.Values()[i])
 	}
 	kv.Append(metaArrowSchema, base64.StdEncoding.EncodeToString(flight.SerializeSchema(storedSchema(sc), e.props.Allocator())))
-	fw, err := file.NewParquetWriterWithError(noClose{dst}, pqs.Root(), file.WithWriterProps(e.props), file.WithWriteMetadata(kv))
+	e.crc = newCRCWriter(dst)
+	fw, err := file.NewParquetWriterWithError(noClose{e.crc}, pqs.Root(), file.WithWriterProps(e.props), file.WithWriteMetadata(kv))
 	if err != nil {
 		return fmt.Errorf("parquet: %w", err)
 	}
@@ -186,7 +188,13 @@ func (e *parquetEncoder) endFile(dst io.Writer) error {
 		err = e.fw.AppendKeyValueMetadata(MetaEnvSteps, string(steps))
 	}
 	if err == nil {
+		err = e.crc.footer()
+	}
+	if err == nil {
 		err = e.fw.Close()
+	}
+	if err == nil {
+		err = e.crc.end()
 	}
 	e.fw, e.envSteps = nil, e.envSteps[:0]
 	if err != nil {

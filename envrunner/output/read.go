@@ -80,8 +80,10 @@ func ReadJSONLines(path string, fn func(*envrunner.MultiAgentBatch) error) error
 // EnvSteps recorded in the file's MetaEnvSteps metadata (the row count when it is missing, as
 // in a file written by another tool).
 //
-// A damaged file is an error, never a crash: a panic of the Parquet reader on bad bytes is
-// turned into an error naming the file. A .partial file is refused (ErrPartial).
+// A damaged file is an error, never a crash: the page checksums and the file's own (see
+// MetaChecksums) are verified before anything is read (ErrChecksum), and a panic of the
+// Parquet reader on bad bytes is turned into an error naming the file. A .partial file is
+// refused (ErrPartial).
 func ReadParquet(path string, fn func(*envrunner.MultiAgentBatch) error) (err error) {
 	if err := checkComplete(path); err != nil {
 		return err
@@ -104,6 +106,10 @@ func ReadParquet(path string, fn func(*envrunner.MultiAgentBatch) error) (err er
 }
 
 func readParquet(path string, fn func(*envrunner.MultiAgentBatch) error) error {
+	// The checksums first: damaged bytes must not be read as data.
+	if err := verifyParquet(path); err != nil {
+		return fmt.Errorf("output: %s: %w", path, err)
+	}
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return fmt.Errorf("output: %s: %w", path, err)
@@ -193,8 +199,8 @@ func readRowGroup(fr *pqarrow.FileReader, g int) (arrow.RecordBatch, error) {
 }
 
 // ParquetMetadata returns the key-value metadata of a Parquet file, without the keys that
-// describe the file itself (the stored Arrow schema and MetaEnvSteps): what a copy of its
-// data should carry.
+// describe the file itself (the stored Arrow schema, MetaEnvSteps and MetaChecksums): what a
+// copy of its data should carry.
 func ParquetMetadata(path string) (map[string]string, error) {
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
@@ -204,7 +210,7 @@ func ParquetMetadata(path string) (map[string]string, error) {
 	kv := pf.MetaData().KeyValueMetadata()
 	m := make(map[string]string, kv.Len())
 	for i, k := range kv.Keys() {
-		if k == "ARROW:schema" || k == MetaEnvSteps {
+		if k == "ARROW:schema" || k == MetaEnvSteps || k == MetaChecksums {
 			continue
 		}
 		m[k] = kv.Values()[i]

@@ -1,0 +1,437 @@
+package output
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// A small codec for Thrift's compact protocol, the encoding of Parquet's page headers and
+// footer: enough to read a struct into a tree, change a few fields and write it back, for
+// the page checksums (pagecrc.go) that the pinned arrow-go neither writes nor verifies.
+
+// Compact protocol type ids.
+const (
+	tBoolTrue  = 1
+	tBoolFalse = 2
+	tByte      = 3
+	tI16       = 4
+	tI32       = 5
+	tI64       = 6
+	tDouble    = 7
+	tBinary    = 8
+	tList      = 9
+	tSet       = 10
+	tMap       = 11
+	tStruct    = 12
+)
+
+// thriftMaxDepth bounds the nesting of a value read (Parquet's structs nest a few levels).
+const thriftMaxDepth = 32
+
+var (
+	// errThriftShort: the bytes end inside a value (a writer may send more).
+	errThriftShort = errors.New("thrift: truncated")
+	errThriftBad   = errors.New("thrift: malformed")
+)
+
+// tValue is a value of the compact protocol: an integer or bool (i), a binary or double
+// (b, aliasing the bytes read), a struct (fields in order), a list or set (elems of elem),
+// or a map (keys and vals of key and val).
+type tValue struct {
+	typ      byte // tBoolTrue for booleans (i is 0 or 1)
+	i        int64
+	b        []byte
+	fields   []tField
+	elem     byte
+	elems    []tValue
+	key, val byte
+	keys     []tValue
+	vals     []tValue
+}
+
+type tField struct {
+	id int16
+	v  tValue
+}
+
+// field returns the struct's field id, or nil.
+func (v *tValue) field(id int16) *tValue {
+	for k := range v.fields {
+		if v.fields[k].id == id {
+			return &v.fields[k].v
+		}
+	}
+	return nil
+}
+
+// setField sets field id to x, adding it in id order when missing.
+func (v *tValue) setField(id int16, x tValue) {
+	if f := v.field(id); f != nil {
+		*f = x
+		return
+	}
+	k := 0
+	for k < len(v.fields) && v.fields[k].id < id {
+		k++
+	}
+	v.fields = append(v.fields, tField{})
+	copy(v.fields[k+1:], v.fields[k:])
+	v.fields[k] = tField{id: id, v: x}
+}
+
+// tReader reads compact-protocol values from b.
+type tReader struct {
+	b   []byte
+	pos int
+}
+
+func (r *tReader) byte1() (byte, error) {
+	if r.pos >= len(r.b) {
+		return 0, errThriftShort
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c, nil
+}
+
+func (r *tReader) uvarint() (uint64, error) {
+	var x uint64
+	for shift := 0; shift < 64; shift += 7 {
+		c, err := r.byte1()
+		if err != nil {
+			return 0, err
+		}
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x, nil
+		}
+	}
+	return 0, errThriftBad
+}
+
+func (r *tReader) zigzag() (int64, error) {
+	u, err := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1), err
+}
+
+func (r *tReader) bytesN(n uint64) ([]byte, error) {
+	if n > uint64(len(r.b)-r.pos) {
+		return nil, errThriftShort
+	}
+	s := r.b[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return s, nil
+}
+
+// size reads a collection size; each element takes at least one byte, so a size larger
+// than what is left is malformed or short.
+func (r *tReader) size(n uint64) (int, error) {
+	if n > uint64(len(r.b)-r.pos) {
+		return 0, errThriftShort
+	}
+	return int(n), nil
+}
+
+// readStruct reads a struct's fields up to its stop byte.
+func (r *tReader) readStruct(depth int) (tValue, error) {
+	v := tValue{typ: tStruct}
+	if depth > thriftMaxDepth {
+		return v, errThriftBad
+	}
+	var last int16
+	for {
+		h, err := r.byte1()
+		if err != nil {
+			return v, err
+		}
+		if h == 0 {
+			return v, nil
+		}
+		typ := h & 0x0f
+		id := last + int16(h>>4)
+		if h>>4 == 0 {
+			z, err := r.zigzag()
+			if err != nil {
+				return v, err
+			}
+			id = int16(z)
+		}
+		var x tValue
+		if typ == tBoolTrue || typ == tBoolFalse {
+			x = tValue{typ: tBoolTrue}
+			if typ == tBoolTrue {
+				x.i = 1
+			}
+		} else if x, err = r.readValue(typ, depth+1); err != nil {
+			return v, err
+		}
+		v.fields = append(v.fields, tField{id: id, v: x})
+		last = id
+	}
+}
+
+// readValue reads a value of type typ (outside a struct's field header).
+func (r *tReader) readValue(typ byte, depth int) (tValue, error) {
+	v := tValue{typ: typ}
+	var err error
+	switch typ {
+	case tBoolTrue, tBoolFalse:
+		var c byte
+		c, err = r.byte1()
+		v.typ = tBoolTrue
+		if c == tBoolTrue {
+			v.i = 1
+		}
+	case tByte:
+		var c byte
+		c, err = r.byte1()
+		v.i = int64(int8(c))
+	case tI16, tI32, tI64:
+		v.i, err = r.zigzag()
+	case tDouble:
+		v.b, err = r.bytesN(8)
+	case tBinary:
+		var n uint64
+		if n, err = r.uvarint(); err == nil {
+			v.b, err = r.bytesN(n)
+		}
+	case tList, tSet:
+		if depth > thriftMaxDepth {
+			return v, errThriftBad
+		}
+		var h byte
+		if h, err = r.byte1(); err != nil {
+			return v, err
+		}
+		n := uint64(h >> 4)
+		v.elem = h & 0x0f
+		if n == 15 {
+			if n, err = r.uvarint(); err != nil {
+				return v, err
+			}
+		}
+		var k int
+		if k, err = r.size(n); err != nil {
+			return v, err
+		}
+		v.elems = make([]tValue, 0, k)
+		for range k {
+			x, err := r.readValue(v.elem, depth+1)
+			if err != nil {
+				return v, err
+			}
+			v.elems = append(v.elems, x)
+		}
+	case tMap:
+		if depth > thriftMaxDepth {
+			return v, errThriftBad
+		}
+		var n uint64
+		if n, err = r.uvarint(); err != nil || n == 0 {
+			return v, err
+		}
+		var kv byte
+		if kv, err = r.byte1(); err != nil {
+			return v, err
+		}
+		v.key, v.val = kv>>4, kv&0x0f
+		var k int
+		if k, err = r.size(n); err != nil {
+			return v, err
+		}
+		for range k {
+			key, err := r.readValue(v.key, depth+1)
+			if err != nil {
+				return v, err
+			}
+			val, err := r.readValue(v.val, depth+1)
+			if err != nil {
+				return v, err
+			}
+			v.keys, v.vals = append(v.keys, key), append(v.vals, val)
+		}
+	case tStruct:
+		return r.readStruct(depth)
+	default:
+		err = fmt.Errorf("%w: type %d", errThriftBad, typ)
+	}
+	return v, err
+}
+
+// readThriftStruct reads one struct from the start of b and returns it with its length.
+func readThriftStruct(b []byte) (tValue, int, error) {
+	r := tReader{b: b}
+	v, err := r.readStruct(0)
+	return v, r.pos, err
+}
+
+func appendUvarint(dst []byte, x uint64) []byte { return binary.AppendUvarint(dst, x) }
+
+func appendZigzag(dst []byte, x int64) []byte {
+	return appendUvarint(dst, uint64(x<<1)^uint64(x>>63))
+}
+
+// appendStruct appends v (a struct) with its stop byte.
+func appendStruct(dst []byte, v *tValue) []byte {
+	var last int16
+	for k := range v.fields {
+		f := &v.fields[k]
+		typ := f.v.typ
+		if typ == tBoolTrue && f.v.i == 0 {
+			typ = tBoolFalse
+		}
+		if d := f.id - last; d > 0 && d <= 15 {
+			dst = append(dst, byte(d)<<4|typ)
+		} else {
+			dst = appendZigzag(append(dst, typ), int64(f.id))
+		}
+		last = f.id
+		if typ != tBoolTrue && typ != tBoolFalse {
+			dst = appendValue(dst, &f.v)
+		}
+	}
+	return append(dst, 0)
+}
+
+// appendValue appends v's encoding outside a field header.
+func appendValue(dst []byte, v *tValue) []byte {
+	switch v.typ {
+	case tBoolTrue, tBoolFalse:
+		if v.i != 0 {
+			return append(dst, tBoolTrue)
+		}
+		return append(dst, tBoolFalse)
+	case tByte:
+		return append(dst, byte(v.i))
+	case tI16, tI32, tI64:
+		return appendZigzag(dst, v.i)
+	case tDouble:
+		return append(dst, v.b...)
+	case tBinary:
+		return append(appendUvarint(dst, uint64(len(v.b))), v.b...)
+	case tList, tSet:
+		if n := len(v.elems); n < 15 {
+			dst = append(dst, byte(n)<<4|v.elem)
+		} else {
+			dst = appendUvarint(append(dst, 0xf0|v.elem), uint64(n))
+		}
+		for k := range v.elems {
+			dst = appendValue(dst, &v.elems[k])
+		}
+		return dst
+	case tMap:
+		dst = appendUvarint(dst, uint64(len(v.keys)))
+		if len(v.keys) == 0 {
+			return dst
+		}
+		dst = append(dst, v.key<<4|v.val)
+		for k := range v.keys {
+			dst = appendValue(appendValue(dst, &v.keys[k]), &v.vals[k])
+		}
+		return dst
+	case tStruct:
+		return appendStruct(dst, v)
+	}
+	return dst
+}
+
+// skipValue steps over a value of type typ without building it.
+func (r *tReader) skipValue(typ byte, depth int) error {
+	if depth > thriftMaxDepth {
+		return errThriftBad
+	}
+	switch typ {
+	case tBoolTrue, tBoolFalse, tByte:
+		_, err := r.byte1()
+		return err
+	case tI16, tI32, tI64:
+		_, err := r.uvarint()
+		return err
+	case tDouble:
+		_, err := r.bytesN(8)
+		return err
+	case tBinary:
+		n, err := r.uvarint()
+		if err == nil {
+			_, err = r.bytesN(n)
+		}
+		return err
+	case tList, tSet:
+		h, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		n := uint64(h >> 4)
+		if n == 15 {
+			if n, err = r.uvarint(); err != nil {
+				return err
+			}
+		}
+		k, err := r.size(n)
+		for i := 0; i < k && err == nil; i++ {
+			err = r.skipValue(h&0x0f, depth+1)
+		}
+		return err
+	case tMap:
+		n, err := r.uvarint()
+		if err != nil || n == 0 {
+			return err
+		}
+		kv, err := r.byte1()
+		if err != nil {
+			return err
+		}
+		k, err := r.size(n)
+		for i := 0; i < k && err == nil; i++ {
+			if err = r.skipValue(kv>>4, depth+1); err == nil {
+				err = r.skipValue(kv&0x0f, depth+1)
+			}
+		}
+		return err
+	case tStruct:
+		_, err := r.skipStruct(depth, -1)
+		return err
+	}
+	return errThriftBad
+}
+
+// skipStruct steps over a struct and returns the value of its integer field want (-1: none
+// wanted, or 0 when missing).
+func (r *tReader) skipStruct(depth int, want int16) (int64, error) {
+	if depth > thriftMaxDepth {
+		return 0, errThriftBad
+	}
+	var last int16
+	var got int64
+	for {
+		h, err := r.byte1()
+		if err != nil {
+			return 0, err
+		}
+		if h == 0 {
+			return got, nil
+		}
+		typ := h & 0x0f
+		id := last + int16(h>>4)
+		if h>>4 == 0 {
+			z, err := r.zigzag()
+			if err != nil {
+				return 0, err
+			}
+			id = int16(z)
+		}
+		last = id
+		switch {
+		case typ == tBoolTrue || typ == tBoolFalse:
+		case id == want && (typ == tI32 || typ == tI64):
+			if got, err = r.zigzag(); err != nil {
+				return 0, err
+			}
+		default:
+			if err := r.skipValue(typ, depth+1); err != nil {
+				return 0, err
+			}
+		}
+	}
+}
