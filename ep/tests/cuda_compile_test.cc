@@ -68,7 +68,8 @@ int main() {
   }
   // Every kernel the backend launches is in the module.
   for (const char* k : {"onnxrl_unary", "onnxrl_binary", "onnxrl_strided", "onnxrl_copy2d", "onnxrl_fill",
-                        "onnxrl_softmax", "onnxrl_gemm", "onnxrl_mlp", "onnxrl_lstm_cell", "onnxrl_gru_lbr",
+                        "onnxrl_softmax", "onnxrl_gemm", "onnxrl_mlp", "onnxrl_lstm_cell", "onnxrl_lstm_step",
+                        "onnxrl_gru_lbr",
                         "onnxrl_gru_reset", "onnxrl_gru_out", "onnxrl_conv", "onnxrl_pool", "onnxrl_layernorm",
                         "onnxrl_reduce_mean", "onnxrl_pad"}) {
     if (!kernels_seen.count(k)) {

@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kKernelNames[] = {"onnxrl_unary",   "onnxrl_binary",    "onnxrl_strided", "onnxrl_copy2d",
                                         "onnxrl_fill",    "onnxrl_softmax",   "onnxrl_gemm",    "onnxrl_mlp",
-                                        "onnxrl_lstm_cell", "onnxrl_gru_lbr", "onnxrl_gru_reset", "onnxrl_gru_out",
+                                        "onnxrl_lstm_cell", "onnxrl_lstm_step", "onnxrl_gru_lbr", "onnxrl_gru_reset", "onnxrl_gru_out",
                                         "onnxrl_conv",    "onnxrl_pool",      "onnxrl_layernorm", "onnxrl_reduce_mean",
                                         "onnxrl_pad"};
 

@@ -222,6 +222,63 @@ extern "C" __global__ void onnxrl_lstm_cell(const float* gates, const float* c_p
   }
 }
 
+// onnxrl_lstm_step: one LSTM time step in one kernel, for a step whose new state goes to other
+// buffers than the state it reads (the first step: every step of a policy run one at a time).
+// gates = x Wx + h_prev Wh + bx + bh (Wx [I, 4H], Wh [H, 4H], gate order i, o, f, c), then the
+// cell. A thread owns hidden unit j of 4 rows: 16 sums, each weight read once for the 4 rows.
+// Reads x (B x I), h_prev and c_prev (B x H); writes c_out, h_out and y (may be null).
+extern "C" __global__ void onnxrl_lstm_step(const float* __restrict__ x, const float* __restrict__ h_prev,
+                                            const float* __restrict__ c_prev, const float* __restrict__ wx,
+                                            const float* __restrict__ wh, const float* __restrict__ bx,
+                                            const float* __restrict__ bh, float* __restrict__ c_out,
+                                            float* __restrict__ h_out, float* __restrict__ y, long long B, int I,
+                                            int H) {
+  const long long n = (B + 3) / 4 * H;
+  const int G = 4 * H;
+  for (long long idx = onnxrl_ep::dev::GlobalThread(); idx < n; idx += onnxrl_ep::dev::GridThreads()) {
+    const int j = (int)(idx % H);
+    const long long r0 = idx / H * 4;
+    // Rows past B read the last row again (and are not written).
+    long long row[4];
+    for (int r = 0; r < 4; r++) row[r] = r0 + r < B ? r0 + r : B - 1;
+    float acc[4][4];
+    for (int g = 0; g < 4; g++) {
+      const float b = bx[g * H + j] + bh[g * H + j];
+      for (int r = 0; r < 4; r++) acc[r][g] = b;
+    }
+    for (int k = 0; k < I; k++) {
+      const float* w = wx + (long long)k * G + j;
+      const float w0 = __ldg(w), w1 = __ldg(w + H), w2 = __ldg(w + 2 * H), w3 = __ldg(w + 3 * H);
+      for (int r = 0; r < 4; r++) {
+        const float v = x[row[r] * I + k];
+        acc[r][0] += v * w0;
+        acc[r][1] += v * w1;
+        acc[r][2] += v * w2;
+        acc[r][3] += v * w3;
+      }
+    }
+    for (int k = 0; k < H; k++) {
+      const float* w = wh + (long long)k * G + j;
+      const float w0 = __ldg(w), w1 = __ldg(w + H), w2 = __ldg(w + 2 * H), w3 = __ldg(w + 3 * H);
+      for (int r = 0; r < 4; r++) {
+        const float v = h_prev[row[r] * H + k];
+        acc[r][0] += v * w0;
+        acc[r][1] += v * w1;
+        acc[r][2] += v * w2;
+        acc[r][3] += v * w3;
+      }
+    }
+    for (int r = 0; r < 4 && r0 + r < B; r++) {
+      const long long i = (r0 + r) * H + j;
+      float cv = c_prev[i];
+      const float hv = onnxrl_ep::LstmCell(acc[r][0], acc[r][1], acc[r][2], acc[r][3], &cv);
+      c_out[i] = cv;
+      h_out[i] = hv;
+      if (y != nullptr) y[i] = hv;
+    }
+  }
+}
+
 // GRU with linear_before_reset: gx = x Wx + bx, gh = h Wh + bh, both [B, 3H] (z, r, n). Reads
 // h_prev, writes h_out (which may be h_prev) and y (may be null).
 extern "C" __global__ void onnxrl_gru_lbr(const float* gx, const float* gh, const float* h_prev, float* h_out,

@@ -224,7 +224,7 @@ void LstmKernel::Device(DeviceContext& c) const {
   const auto& x = c.shape(in[0]);
   long long T = x[0], B = x[1];
   const long long G = 4 * H, D = static_cast<long long>(dirs.size());
-  int h_int = static_cast<int>(H);
+  int h_int = static_cast<int>(H), i_int = static_cast<int>(I);
   const size_t state = static_cast<size_t>(B * H) * sizeof(float);
   long long n = B * H;
   cu::CUdeviceptr gates = c.Scratch(0, B * G);
@@ -238,10 +238,16 @@ void LstmKernel::Device(DeviceContext& c) const {
     for (long long s = 0; s < T; s++) {
       const long long t = w.reverse ? T - 1 - s : s;
       cu::CUdeviceptr xt = c.ptr(in[0]) + StepOffset(t, 1, 0, B, I);
-      c.Gemm(xt, I, wx_d, G, bx_d, gates, G, B, G, I, false, kActNone, 0, 0);
-      c.Gemm(h_prev, H, wh_d, G, bh_d, gates, G, B, G, H, true, kActNone, 0, 0);
       cu::CUdeviceptr yt = out[0] >= 0 ? c.ptr(out[0]) + StepOffset(t, D, d, B, H) : 0;
-      c.Elementwise("onnxrl_lstm_cell", n, {&gates, &c_prev, &cs, &h, &yt, &B, &h_int});
+      if (h_prev != h && c_prev != cs) {
+        // The new state goes elsewhere: the products and the cell in one launch.
+        c.Elementwise("onnxrl_lstm_step", (B + 3) / 4 * H,
+                      {&xt, &h_prev, &c_prev, &wx_d, &wh_d, &bx_d, &bh_d, &cs, &h, &yt, &B, &i_int, &h_int});
+      } else {
+        c.Gemm(xt, I, wx_d, G, bx_d, gates, G, B, G, I, false, kActNone, 0, 0);
+        c.Gemm(h_prev, H, wh_d, G, bh_d, gates, G, B, G, H, true, kActNone, 0, 0);
+        c.Elementwise("onnxrl_lstm_cell", n, {&gates, &c_prev, &cs, &h, &yt, &B, &h_int});
+      }
       h_prev = h;
       c_prev = cs;
     }

@@ -94,6 +94,7 @@ const std::vector<Kernel>& Kernels() {
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gemm, 256),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_mlp, 256),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_lstm_cell, kMaxBlockThreads),
+      ONNXRL_FAKECUDA_KERNEL(onnxrl_lstm_step, kMaxBlockThreads),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_lbr, kMaxBlockThreads),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_reset, kMaxBlockThreads),
       ONNXRL_FAKECUDA_KERNEL(onnxrl_gru_out, kMaxBlockThreads),
