@@ -10,9 +10,10 @@ import (
 type handleKind uintptr
 
 const (
-	kindPolicy handleKind = 1
-	kindEnv    handleKind = 2
-	kindVecEnv handleKind = 3
+	kindPolicy  handleKind = 1
+	kindEnv     handleKind = 2
+	kindVecEnv  handleKind = 3
+	kindSampler handleKind = 4
 
 	kindBits = 3
 	kindMask = 1<<kindBits - 1
@@ -26,6 +27,8 @@ func (k handleKind) String() string {
 		return "env"
 	case kindVecEnv:
 		return "vec_env"
+	case kindSampler:
+		return "sampler"
 	}
 	return "unknown"
 }
@@ -72,7 +75,7 @@ func (t *handles) why(h uintptr, kind handleKind) error {
 	switch {
 	case h == 0:
 		return fmt.Errorf("%w: the %s handle is NULL", errNull, kind)
-	case got != kind && got >= kindPolicy && got <= kindVecEnv && h>>kindBits <= t.next.Load():
+	case got != kind && got >= kindPolicy && got <= kindSampler && h>>kindBits <= t.next.Load():
 		return fmt.Errorf("%w: %#x is an onnxrl_%s, not an onnxrl_%s", errNoHandle, h, got, kind)
 	case got == kind && h>>kindBits <= t.next.Load():
 		return fmt.Errorf("%w (onnxrl_%s %#x)", errReleased, kind, h)

@@ -240,6 +240,96 @@ int onnxrl_vec_env_infos(const onnxrl_vec_env *v, char *buf, size_t cap, size_t 
 /* Releases v, waiting for a call in flight. NULL: ONNXRL_OK; second close: ONNXRL_ERR_STATE. */
 int onnxrl_vec_env_close(onnxrl_vec_env *v);
 
+/* ---- The sampler ---------------------------------------------------------------------- */
+
+/* `sample run` as a library: built-in environments stepped by runners with a policy (or
+   several, mapped to the agents), returning RLlib's sample batches one call at a time.
+   Batches cross the boundary without a copy: as column views (onnxrl_sampler_columns) and
+   through the Arrow C Data Interface (onnxrl_sampler_export_arrow). Both point into the
+   batch's own memory and are valid until the next onnxrl_sampler_sample or
+   onnxrl_sampler_close on the handle: copy what you keep. */
+typedef struct onnxrl_sampler onnxrl_sampler;
+
+/* The dtypes of a column. BOOL: one byte per value, 0 or 1. */
+enum { ONNXRL_DTYPE_FLOAT32 = 1, ONNXRL_DTYPE_INT32 = 2, ONNXRL_DTYPE_INT64 = 3, ONNXRL_DTYPE_BOOL = 4 };
+
+/* One column of a batch: a row-major array of shape[0] rows (ndim 1: one value each, shape[1]
+   is 1; ndim 2: shape[1] values each). Names and columns as `sample run --out x.jsonl` writes
+   them: obs, new_obs (float32 rows, the observation as the model takes it), actions (int64
+   for Discrete, int64 rows for MultiDiscrete/MultiBinary, float32 rows otherwise), rewards
+   (float32), terminateds, truncateds (bool), eps_id (int64), env_id, agent_index, t (int32),
+   then when the batch has them action_dist_inputs, action_logp, vf_preds, state_in_K,
+   state_out_K, seq_lens (int32, one per sequence: shape[0] is their number), advantages,
+   value_targets (float32). */
+typedef struct onnxrl_column {
+    const char *name;
+    const void *data; /* valid until the next sample or close */
+    int32_t dtype;    /* ONNXRL_DTYPE_* */
+    int32_t ndim;     /* 1 or 2 */
+    int64_t shape[2];
+} onnxrl_column;
+
+struct ArrowArray;  /* the Arrow C Data Interface's structs (arrow/c/abi.h) */
+struct ArrowSchema;
+
+/* Opens a sampler. options_json: NULL, "" or a JSON object with `sample run`'s settings:
+   "env" (a registered name, default "CartPole-v1"), "env_config" (a JSON object of the env's
+   config keys), "num_envs" (default 1), "workers" (runners on threads of their own, each with
+   its share of the sub-environments; default 1: the calling thread steps), "model" (an .onnx
+   path, a bundled name or "random"; default the env's bundled policy) or "policies"
+   ({"id": "model", ...}) with "policy_map" ([["agent glob", "id"], ...], the first match
+   wins), "explore" (default true), "normalize_actions" (true), "clip_actions" (false),
+   "seed" (0: sub-environment i is seeded with seed + i), "fragment_length" (200),
+   "batch_mode" ("truncate_episodes" or "complete_episodes"), "count_steps_by"
+   ("env_steps" or "agent_steps"), "gae" (false), "gamma" (0.99), "lambda" (0.95), "device"
+   ("cpu"), "threads" (1), "remote" (false), "remote_wait_ms" (0; -1: all), "restart_failed"
+   (false), "max_model_bytes" (1 GiB). The same settings and seed give the batches
+   `sample run` writes. ONNXRL_ERR_NOT_FOUND for an unknown env or model;
+   ONNXRL_ERR_INVALID_ARGUMENT for bad options or policies that do not fit together. */
+int onnxrl_sampler_open(const char *options_json, onnxrl_sampler **out);
+
+/* What was built, as JSON: {"env", "model", "num_envs", "workers", "policies": [ids, sorted:
+   the policy indexes of onnxrl_sampler_columns], "agents", "observation_space",
+   "action_space", "fragment_length", "batch_mode", "seed", "explore"}. *json is
+   NUL-terminated, owned by the sampler, valid until close; *len is its length. */
+int onnxrl_sampler_info(const onnxrl_sampler *s, const char **json, size_t *len);
+
+/* Steps until the next batch (one worker's fragment: fragment_length steps of each of its
+   sub-environments in truncate_episodes mode) and makes it current; the previous batch's
+   views end here. env_steps and agent_steps (may be NULL) receive the batch's counts. With
+   several workers the batches come round-robin, worker 0's first, as `sample run` merges
+   them. A failure of an environment or the model fails this call and every later one
+   (ONNXRL_ERR_STATE). */
+int onnxrl_sampler_sample(onnxrl_sampler *s, int64_t *env_steps, int64_t *agent_steps);
+
+/* The current batch's columns of policy index policy (0 for a single policy): *cols points
+   to *n_cols column views (owned by the sampler), *rows (may be NULL) receives the policy's
+   rows in this batch (0: no columns). ONNXRL_ERR_STATE before the first sample. */
+int onnxrl_sampler_columns(const onnxrl_sampler *s, int64_t policy, const onnxrl_column **cols,
+                           int64_t *n_cols, int64_t *rows);
+
+/* Exports the current batch as one record batch (a struct array of the columns of
+   envrunner/arrowbatch: the views' columns, with bools as bitmaps, plus agent_id and
+   module_id strings, seq_lens per row; the policies' rows one after the other) into the
+   caller's array and schema (schema may be NULL). The buffers are the batch's own where
+   their layout allows (float32 and integer columns of a single policy): no copy. The
+   consumer releases both as the interface says; the data stays valid only until the next
+   sample. ONNXRL_ERR_STATE before the first sample or for a batch without rows. */
+int onnxrl_sampler_export_arrow(onnxrl_sampler *s, struct ArrowArray *array,
+                                struct ArrowSchema *schema);
+
+/* Metrics as JSON: {"env_steps", "agent_steps", "episodes", "num_faulty_episodes",
+   "batches", "new_episodes", "episode_return_mean", "episode_return_min",
+   "episode_return_max", "episode_len_mean" (over the episodes that ended since the last
+   call; null without one), "perf": {"mean_env_wait_ms", "mean_raw_obs_processing_ms",
+   "mean_inference_ms", "mean_action_processing_ms", ...}}. *json is owned by the sampler,
+   valid until the next metrics call or close. */
+int onnxrl_sampler_metrics(onnxrl_sampler *s, const char **json, size_t *len);
+
+/* Stops the workers and releases s, waiting for a call in flight. NULL: ONNXRL_OK; second
+   close: ONNXRL_ERR_STATE. */
+int onnxrl_sampler_close(onnxrl_sampler *s);
+
 #ifdef __cplusplus
 }
 #endif
