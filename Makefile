@@ -85,6 +85,13 @@ python-venv: python-deps
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(VENV)/bin/python -c 'import gymnasium' 2>/dev/null || $(VENV)/bin/pip install -q 'gymnasium>=1.0,<2'
 
+# The wheel: dist/onnxrl_sampler-<version>-py3-none-<platform>.whl with libonnxrl_sampler.so,
+# libonnxrl_ep.so and the pinned ONNX Runtime inside the package, where it loads them from
+# (python/_build_backend/onnxrl_build.py: standard library only, so pip builds it offline).
+.PHONY: wheel
+wheel: onnxruntime native
+	$(PYTHON) -m pip wheel --no-deps --no-index -w dist --config-settings build-dir=$(abspath $(BUILD_DIR)) ./python
+
 # Debian's python3-numpy, python3-pytest (and python3-torch), when missing.
 python-deps:
 	@missing=""; \
@@ -145,4 +152,4 @@ ep-graphs:
 	bash models/export/run.sh --ep-graphs
 
 clean:
-	rm -rf bin $(BUILD_DIR)
+	rm -rf bin $(BUILD_DIR) dist
