@@ -20,6 +20,11 @@ beside the library names the runtime, the checkout's ``third_party/onnxruntime/l
 is loaded first, so that the package works from any working directory. (Setting the variable
 from Python would not do: the Go runtime reads the environment the process started with.) The
 library's look-up by name then finds the runtime already loaded.
+
+A wheel (``make wheel``) puts the library, ``libonnxruntime.so.1`` and the execution provider
+``libonnxrl_ep.so`` into this package's folder: the library is found there, and it looks beside
+itself for the runtime and the provider before anywhere but ``ONNXRUNTIME_SHARED_LIBRARY_PATH``
+and ``ONNXRL_EP_LIBRARY``, so an installed wheel needs no variable.
 """
 
 from __future__ import annotations
