@@ -117,8 +117,10 @@ def test_elf_needs_as_objdump_reads_them():
         assert needed == set(re.findall(r"NEEDED\s+(\S+)", dump)), path
 
 
+SAMPLER_COLUMNS = ("obs", "actions", "rewards", "terminateds", "action_logp")
 RUN_INSTALLED = r"""
 import json, sys
+SAMPLER_COLUMNS = %r
 import numpy as np
 import onnxrl_sampler as o
 
@@ -132,15 +134,20 @@ first, _ = envs.reset()
 obs2, rewards, terms, truncs, _ = envs.step(np.array([0, 1, 0, 1], np.int64))
 envs.close()
 out["vec"] = [first.tolist(), obs2.tolist(), rewards.tolist()]
+if hasattr(o, "Sampler"):
+    with o.Sampler("CartPole-v1", "cartpole_mlp", 4, seed=5, fragment_length=8) as s:
+        batch = s.sample()
+        out["sampler"] = {k: batch[k].tolist() for k in SAMPLER_COLUMNS}
 out["maps"] = sorted({l.split()[-1] for l in open("/proc/self/maps") if "onnx" in l and ".so" in l})
 json.dump(out, sys.stdout)
-"""
+""" % (SAMPLER_COLUMNS,)
 
 
 def test_installed_in_a_fresh_venv(wheel, tmp_path, lib):
     """`python3 -m venv --system-site-packages` + `pip install --no-index`, NumPy from the system,
-    run from an empty folder with none of our variables: the same actions and trajectories as the
-    source tree's build, every native library from the installed package."""
+    run from an empty folder with none of our variables: the same actions, trajectories and (where
+    the Sampler has landed) sample batch as the source tree's build, every native library from the
+    installed package."""
     import json
 
     venv = tmp_path / "venv"
@@ -175,3 +182,7 @@ def test_installed_in_a_fresh_venv(wheel, tmp_path, lib):
     obs2, rewards, _, _, _ = envs.step(np.array([0, 1, 0, 1], np.int64))
     envs.close()
     assert got["vec"] == [first.tolist(), obs2.tolist(), rewards.tolist()]
+    if hasattr(o, "Sampler"):
+        with o.Sampler("CartPole-v1", "cartpole_mlp", 4, seed=5, fragment_length=8) as s:
+            batch = s.sample()
+            assert got["sampler"] == {k: batch[k].tolist() for k in SAMPLER_COLUMNS}
