@@ -74,16 +74,19 @@ PYTHON ?= /usr/bin/python3
 PYTHON_TORCH ?= 1
 python-test: python-deps python-venv onnxruntime native build
 	$(PYTHON) -m pytest -q -p no:cacheprovider python/tests
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests/test_vector.py
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests/test_vector.py python/tests/test_sampler.py
 
 # The project's Python virtual environment (.venv, git-ignored): NumPy and pytest from the
 # system's site-packages, gymnasium 1.x from PyPI, for the tests of make_vec as a subclass of
-# gymnasium.vector.VectorEnv (python/tests/test_vector.py; Debian's python3 runs them without it).
+# gymnasium.vector.VectorEnv (python/tests/test_vector.py; Debian's python3 runs them without it),
+# pyarrow and polars for the Sampler's Arrow batches (python/tests/test_sampler.py).
 .PHONY: python-venv
 VENV ?= .venv
 python-venv: python-deps
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(VENV)/bin/python -c 'import gymnasium' 2>/dev/null || $(VENV)/bin/pip install -q 'gymnasium>=1.0,<2'
+	@# pyarrow and polars take Sampler batches zero-copy (test_sampler.py); pyarrow 22+ needs NumPy 2.
+	@$(VENV)/bin/python -c 'import pyarrow, polars' 2>/dev/null || $(VENV)/bin/pip install -q 'pyarrow<22' polars
 
 # The wheel: dist/onnxrl_sampler-<version>-py3-none-<platform>.whl with libonnxrl_sampler.so,
 # libonnxrl_ep.so and the pinned ONNX Runtime inside the package, where it loads them from

@@ -7,6 +7,8 @@
 - :class:`PolicyClient` - RLlib's PolicyClient against ``sample serve`` (standard library HTTP).
 - :func:`make_vec` - the built-in environments (CartPole-v1, Pendulum-v1, ...) vectorized inside
   the library, with gymnasium's ``VectorEnv`` API (a subclass of it when gymnasium is installed).
+- :class:`Sampler` - ``sample run`` from Python: built-in environments stepped with a policy inside
+  the library, each sample batch handed over as NumPy views (or a pyarrow record) without a copy.
 - :func:`export_policy` - exports a ``torch.nn.Module`` policy to ONNX with the names and policy
   spec the sampler resolves without guessing, and checks the export by running both.
 
@@ -20,10 +22,11 @@ from .errors import (ActionTimeoutError, InternalError, InvalidArgumentError, Li
                      ModelError, NotFoundError, OutputError, SamplerError, StateError)
 from .export import ExportCheckError, export_policy
 from .policy import Policy
+from .sampler import Sampler
 from .vector import VectorEnv, make_vec
 
 __all__ = [
-    "Policy", "Env", "PolicyClient", "export_policy", "make_vec", "VectorEnv",
+    "Policy", "Env", "PolicyClient", "export_policy", "make_vec", "VectorEnv", "Sampler",
     "SamplerError", "InvalidArgumentError", "NotFoundError", "StateError", "ModelError", "LimitError",
     "ActionTimeoutError", "OutputError", "InternalError", "LibraryNotFoundError",
     "PolicyServerError", "ProtocolError", "ExportCheckError",
