@@ -42,11 +42,6 @@ import tempfile
 import time
 import zipfile
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - get_requires_for_build_* asks for tomli there
-    import tomli as tomllib
-
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(PYTHON_DIR)
 PACKAGE = "onnxrl_sampler"
@@ -251,6 +246,10 @@ def _allowed(version: str, limits: dict[str, str]) -> bool:
 # ---- metadata and the archive ---------------------------------------------------------------
 
 def _project() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # imported here: get_requires_for_build_wheel, called first, asks for tomli
+        import tomli as tomllib
     with open(os.path.join(PYTHON_DIR, "pyproject.toml"), "rb") as f:
         return tomllib.load(f)["project"]
 
