@@ -93,7 +93,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
-    """The dist-info with METADATA alone, so pip needs not build the wheel twice."""
+    """The dist-info with METADATA alone, so that pip need not build the wheel twice."""
     project = _project()
     info = f"{_dist_name(project)}-{project['version']}.dist-info"
     os.makedirs(os.path.join(metadata_directory, info), exist_ok=True)
