@@ -15,7 +15,11 @@
 // externalenv.ExternalEnv, an envrunner.Runner and an output.Writer). exports.go holds the
 // exported functions: each converts its C arguments, calls into those, recovers any panic
 // into ONNXRL_ERR_INTERNAL, and sets the thread's message. errors.c holds what needs no Go:
-// the thread's last error, onnxrl_abi_version and onnxrl_status_name.
+// the thread's last error, onnxrl_abi_version and onnxrl_status_name. The sampler
+// (onnxrl_sampler_*) is sampler.go (the runners of envrunner/runspec, and the column views in C
+// memory pointing at the batch's arrays, pinned by pinset.go), sampler_source.go (one runner on
+// the calling thread, or several on goroutines), sampler_arrow.go (the Arrow C Data Interface)
+// and sampler_exports.go.
 package main
 
 func main() {} // required by -buildmode=c-shared; never run
