@@ -55,9 +55,12 @@ type SampleBatch struct {
 	// environments), RLlib's agent_id; empty for batches read from files written before it
 	// was recorded.
 	AgentID []string
-	T       []int32
+	// T is the episode's env step at which the agent observed the row's obs (RLlib's t: 0 at
+	// the reset; an agent that observes at env steps 0, 2, 4 has t 0, 2, 4).
+	T []int32
 
-	// Columns of a policy with a model (empty for a random policy).
+	// Columns of a policy with a model (ActionDistInputs and VfPreds empty for a random
+	// policy, whose ActionLogp is that of its uniform sampling).
 	ActionDistInputs []float32
 	ActionLogp       []float32
 	VfPreds          []float32 // empty when the model has no value output
@@ -140,8 +143,8 @@ func (b *SampleBatch) reserve(rows int, model, value, gae bool) {
 	withRoom(&b.T, rows)
 	if model {
 		columns(rows*b.DistWidth, &b.ActionDistInputs)
-		columns(rows, &b.ActionLogp)
 	}
+	columns(rows, &b.ActionLogp)
 	if value {
 		columns(rows, &b.VfPreds)
 	}

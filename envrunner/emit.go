@@ -1,6 +1,8 @@
 package envrunner
 
 import (
+	"math"
+
 	"github.com/onnxrl/sampler/internal/grow"
 	"github.com/onnxrl/sampler/internal/prefetch"
 )
@@ -71,6 +73,8 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	model := !p.random
 	if model {
 		dist, logp = grow.N(&b.ActionDistInputs, n*dw), grow.N(&b.ActionLogp, n)
+	} else {
+		logp = grow.N(&b.ActionLogp, n)
 	}
 	if p.hasValue {
 		vf = grow.N(&b.VfPreds, n)
@@ -93,12 +97,20 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	fill(envs, a.envID)
 	fill(idx, a.index)
 	fill(ids, a.id)
-	for i := range ts {
-		ts[i] = a.t0 + int32(i)
+	if l.t < 0 { // the agent observed at every env step (see trajLayout.t)
+		for i := range ts {
+			ts[i] = a.t0 + int32(i)
+		}
+	} else {
+		for i := range ts {
+			ts[i] = int32(math.Float32bits(tr[i*s+l.t]))
+		}
 	}
 	if model {
 		strided(dist, tr[l.dist:], s, dw, n)
 		strided(logp, tr[l.logp:], s, 1, n)
+	} else { // a random policy's: the uniform sampling's (of the logged action, where there is one)
+		p.randomLogp.fill(logp, acts, aw)
 	}
 	if vf != nil {
 		strided(vf, tr[l.vf:], s, 1, n)

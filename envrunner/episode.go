@@ -276,11 +276,25 @@ type trajLayout struct {
 	logp, dist        int // its log-probability and distribution inputs (models)
 	rew               int // reward of the transition that starts at the row
 	stateIn, stateOut []int
+	// t: the episode's env step at which the observation came (RLlib's t), as the bits of
+	// an int32, for the row protocol only (addT): an agent of a multi-agent episode may skip
+	// env steps. Under the columnar protocol every sub-environment's one agent observes at
+	// every env step, so row i's t is the record's t0 + i and the row has no t (-1).
+	t int
+	// outputs is the end of the values after the observation (t, where there is one, comes
+	// after them): clearing a row's outputs leaves its t.
+	outputs int
+}
+
+// addT gives the rows a t (see trajLayout.t), after all other values.
+func (l *trajLayout) addT() {
+	l.t = l.stride
+	l.stride++
 }
 
 // newTrajLayout lays out a row for the policy's widths.
 func newTrajLayout(p *policy) trajLayout {
-	l := trajLayout{vf: -1, logp: -1, dist: -1}
+	l := trajLayout{vf: -1, logp: -1, dist: -1, t: -1}
 	next := func(w int) int {
 		off := l.stride
 		l.stride += w
@@ -299,6 +313,7 @@ func newTrajLayout(p *policy) trajLayout {
 		l.stateIn = append(l.stateIn, next(w))
 		l.stateOut = append(l.stateOut, next(w))
 	}
+	l.outputs = l.stride
 	return l
 }
 

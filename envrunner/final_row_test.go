@@ -92,6 +92,7 @@ func TestAgentMissingFromTheFinalStepGetsATerminatedRow(t *testing.T) {
 						o := envrunner.Row(b.Obs, 2, i)
 						k := agentEp{c.epsID, c.agent}
 						rows[k] = append(rows[k], int(o[0]))
+						assert.Equal(t, int32(o[0]), b.T[i], "row %d: t is the env step of the observation", i)
 						if o[1] == 0 { // agent a: every step
 							assert.Equal(t, float32(1), b.Rewards[i])
 							assert.Equal(t, o[0] == length-1, b.Terminateds[i], "row %d", i)

@@ -1,6 +1,7 @@
 package envrunner
 
 import (
+	"math"
 	"time"
 )
 
@@ -84,6 +85,9 @@ func (r *Runner) release(p *policy, a *agentRec) {
 func (r *Runner) record(a *agentRec, processed []float32) []float32 {
 	row := a.newRow()
 	put(row, processed)
+	if t := a.pol.lay.t; t >= 0 {
+		row[t] = math.Float32frombits(uint32(a.ep.Length)) // the env steps so far: this one's
+	}
 	r.recorded(a)
 	return row
 }
@@ -117,7 +121,7 @@ func (r *Runner) writeRows(p *policy, rows []row) {
 		if a.collect {
 			// No model output for the row: its value (where the policy has one) is 0, and
 			// so is its action until randomRows writes one.
-			clear(r.record(a, p.rowBuf)[p.obsW:])
+			clear(r.record(a, p.rowBuf)[p.obsW:p.lay.outputs])
 		}
 	}
 	r.perf.add(phRawObs, time.Since(t0))
@@ -181,7 +185,7 @@ func (r *Runner) inferChunk(p *policy, rows []row) bool {
 		r.runErr = err
 		for _, ro := range rows { // the rows recorded for this run get no model output
 			if ro.rec.collect {
-				clear(ro.rec.lastRow()[w:])
+				clear(ro.rec.lastRow()[w:p.lay.outputs])
 			}
 		}
 		r.proto.withdraw(p)
@@ -283,7 +287,7 @@ func (r *Runner) output(p *policy, a *agentRec, tr []float32, j int, vals []floa
 		tr[l.vf] = vals[j]
 	}
 	if a.done { // a final observation, run for its value only: no action
-		clear(tr[l.act:])
+		clear(tr[l.act:l.outputs])
 		return
 	}
 	act := p.conn.Action

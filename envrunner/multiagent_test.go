@@ -97,14 +97,16 @@ func TestJoiningAgents(t *testing.T) {
 				b := mb.PolicyBatches[envrunner.DefaultPolicyID]
 				steps := map[envStepKey]bool{}
 				for _, c := range checkChunks(t, b) {
+					// Agent i joined at env step joinEvery*i (agents appear in id order); t is
+					// the episode's env step.
+					joined := int32(joinEvery) * c.agent
 					for i := c.start; i < c.end; i++ {
-						assert.Equal(t, float32(b.T[i]+1), b.Rewards[i], "row %d: the reward is the agent's step since it joined", i)
-						// Agent i joined at env step joinEvery*i (agents appear in id order).
-						steps[envStepKey{c.epsID, int32(joinEvery)*c.agent + b.T[i]}] = true
-						assert.Less(t, b.T[i], int32(life))
+						assert.Equal(t, float32(b.T[i]-joined+1), b.Rewards[i], "row %d: the reward is the agent's step since it joined", i)
+						steps[envStepKey{c.epsID, b.T[i]}] = true
+						assert.Less(t, b.T[i]-joined, int32(life))
 					}
 					if done(b, c.end-1) {
-						assert.Equal(t, int32(life-1), b.T[c.end-1])
+						assert.Equal(t, int32(life-1), b.T[c.end-1]-joined)
 						assert.True(t, b.Truncateds[c.end-1])
 					}
 				}
@@ -192,7 +194,7 @@ func TestMultiPolicy(t *testing.T) {
 				if tc.secondRnd {
 					assert.Zero(t, odd.DistWidth)
 					assert.Empty(t, odd.ActionDistInputs)
-					assert.Empty(t, odd.ActionLogp)
+					assert.Len(t, odd.ActionLogp, odd.Count, "the uniform sampling's")
 					assert.Empty(t, odd.VfPreds)
 				} else {
 					assert.Len(t, odd.VfPreds, odd.Count)

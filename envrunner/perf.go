@@ -53,11 +53,15 @@ func (s *perfStats) endStep() {
 // PerfStats are the mean times of one step's phases, in milliseconds (RLlib's sampler perf
 // stats).
 type PerfStats struct {
+	// MeanRawObsProcessingMs includes the resets of sub-environments whose episode ended
+	// (RLlib's EnvRunnerV2 resets inside _process_observations, under this timer).
 	MeanRawObsProcessingMs float64 `json:"mean_raw_obs_processing_ms"`
 	MeanInferenceMs        float64 `json:"mean_inference_ms"`
 	MeanActionProcessingMs float64 `json:"mean_action_processing_ms"`
-	MeanEnvWaitMs          float64 `json:"mean_env_wait_ms"`
-	MeanEnvRenderMs        float64 `json:"mean_env_render_ms"`
+	// MeanEnvWaitMs is the time in Poll and SendActions (a vector env's stepping); resets
+	// are not in it.
+	MeanEnvWaitMs   float64 `json:"mean_env_wait_ms"`
+	MeanEnvRenderMs float64 `json:"mean_env_render_ms"`
 	// MeanSampleOutputMs is the time spent moving finished transitions into sample batches
 	// (Take: cutting fragments, GAE), spread over the steps.
 	MeanSampleOutputMs float64 `json:"mean_sample_output_ms"`

@@ -16,8 +16,8 @@ type PolicyConfig struct {
 	// Policy is the ONNX policy with its resolved spec. Nil with Random.
 	Policy *models.Policy
 	// Random samples uniform random actions from ActionSpace instead of running a model
-	// (RLlib's RandomPolicy): the batches then have no action_dist_inputs, action_logp or
-	// vf_preds (GAE takes the values as 0).
+	// (RLlib's RandomPolicy): the batches then have no action_dist_inputs or vf_preds (GAE
+	// takes the values as 0); action_logp is the log-probability of the uniform sampling.
 	Random bool
 	// ObservationSpace and ActionSpace are the environment's spaces for the agents of this
 	// policy. Nil means: the spec's (required with Random).
@@ -92,6 +92,7 @@ type policy struct {
 	lay           trajLayout
 	large         int       // trajectory values one agent may buffer before the large-batch warning
 	actRnd        []float32 // a random policy's actions
+	randomLogp    uniformLogp
 	pool          []*agentRec
 }
 
@@ -118,6 +119,7 @@ func newPolicy(id PolicyID, cfg PolicyConfig, numEnvs int) (*policy, error) {
 		p.cap = max(cfg.Session.Capacity, 2*numEnvs, 16)
 		p.rowBuf = make([]float32, p.obsW)
 		p.actRnd = make([]float32, p.actW)
+		p.randomLogp = newUniformLogp(p.act)
 		p.records = agent.RecordsActions()
 		p.lay = newTrajLayout(p)
 		return p, nil

@@ -72,7 +72,7 @@ func TestRandomPolicy(t *testing.T) {
 				assert.Same(t, tc.act, b.ActionSpace)
 				assert.Zero(t, b.DistWidth)
 				assert.Empty(t, b.ActionDistInputs)
-				assert.Empty(t, b.ActionLogp)
+				assert.Len(t, b.ActionLogp, b.Count, "the uniform sampling's (TestRandomPolicyActionLogpIsUniform)")
 				assert.Empty(t, b.VfPreds)
 				assert.Len(t, b.Advantages, b.Count)
 				checkChunks(t, b)

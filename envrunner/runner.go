@@ -244,9 +244,6 @@ func New(cfg Config) (*Runner, error) {
 		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
 	}
 	r.target = cfg.FragmentLength * cfg.NumEnvs
-	for _, p := range r.policies {
-		p.large = r.largeRows() * p.lay.stride
-	}
 	if r.collect && len(r.policies) == 1 {
 		// The first fragment of a single policy has at least target rows. At most
 		// firstReserve are reserved up front: an ExternalEnv's target (its most concurrent
@@ -260,6 +257,10 @@ func New(cfg Config) (*Runner, error) {
 	col, _ := r.proto.(*columnProtocol)
 	for _, p := range r.policies {
 		p.chooseActions = r.pickAct(p, col)
+		if col == nil {
+			p.lay.addT() // an agent may skip env steps: each row keeps its t
+		}
+		p.large = r.largeRows() * p.lay.stride
 	}
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
@@ -447,7 +448,9 @@ func (r *Runner) Step() error {
 		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
 		tr := time.Now()
 		n, err := r.proto.reset(e)
-		wait += time.Since(tr)
+		// Reset time is raw observation processing, not env wait: RLlib's EnvRunnerV2 calls
+		// try_reset inside _process_observations, under the raw_obs_processing timer.
+		r.perf.add(phRawObs, time.Since(tr))
 		if err != nil {
 			return fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
 		}

@@ -31,6 +31,11 @@ type scriptedEnv struct {
 	fail func(e, ep, t int) bool
 	// common returns the episode-wide info of a step (EnvStatus.Info), or nil.
 	common func(e, ep, t int) env.Info
+	// skip says whether agent k sits out step t (no observation; never at a reset or the
+	// episode's end); nil: no agent does.
+	skip func(t, k int) bool
+	// info returns agent k's info at step t (AgentObs.Info), or nil.
+	info func(e, ep, t, k int) env.Info
 
 	ep, t     []int
 	waiting   []bool // actions sent, step not reported yet
@@ -83,8 +88,14 @@ func (s *scriptedEnv) report(dst *env.Batch, e int, reset bool) {
 	}
 	dst.Envs = append(dst.Envs, st)
 	for k, id := range s.agents {
+		if s.skip != nil && !reset && !end && s.skip(t, k) {
+			continue
+		}
 		a := dst.AddAgent()
 		a.Env, a.Agent, a.Obs, a.Terminated = e, id, []float32{float32(e), float32(ep), float32(t), float32(k)}, end
+		if s.info != nil {
+			a.Info = s.info(e, ep, t, k)
+		}
 		if !reset {
 			a.Reward = 1
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,9 +179,10 @@ func TestRunRandomAndRecurrent(t *testing.T) {
 	box := spaces.NewBox(-2, 2, 1)
 	for _, b := range bs {
 		sb := b.PolicyBatches[envrunner.DefaultPolicyID]
-		assert.Empty(t, sb.ActionLogp)
+		require.Len(t, sb.ActionLogp, sb.Count)
 		for i := range sb.Count {
 			assert.True(t, box.Contains(envrunner.Row(sb.Actions, 1, i)))
+			assert.InDelta(t, -math.Log(4), sb.ActionLogp[i], 1e-6, "row %d: uniform on [-2, 2]", i)
 		}
 	}
 

@@ -18,7 +18,7 @@
 //	                        "" for rows read from files that did not record it)
 //	agent_index             int32 (the agent's index in its episode, RLlib's agent_index)
 //	module_id               string (the policy)
-//	t                       int32
+//	t                       int32 (the episode's env step at which the agent observed)
 //	action_dist_inputs      fixed_size_list<float32>[dist width]   optional
 //	action_logp, vf_preds   float32                                optional
 //	state_in_K, state_out_K fixed_size_list<float32>[state width]  one pair per RNN state
