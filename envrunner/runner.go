@@ -50,6 +50,11 @@ type Config struct {
 	// Seed seeds the runner's random source (action sampling, episode ids). Runners of one
 	// run differ by Worker; the environments are seeded by their BaseEnv.
 	Seed uint64
+	// RunID tells this run's episode ids from those of other runs with the same Seed: it is
+	// mixed into the ids' stream (not the actions'), so that runs of other environments or
+	// models number their episodes differently while the same run and Seed give the same
+	// ids. runspec derives it from the run's settings; 0 leaves the ids to Seed alone.
+	RunID uint64
 	// Worker is the index of the runner in its group (RLlib's worker_index).
 	Worker int
 
@@ -263,7 +268,7 @@ func New(cfg Config) (*Runner, error) {
 		p.large = r.largeRows() * p.lay.stride
 	}
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
-	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d
+	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d ^ cfg.RunID
 	return r, nil
 }
 

@@ -199,6 +199,7 @@ func Build(s Spec) (_ *Run, err error) {
 	if s.GAE {
 		gae = &envrunner.GAE{Gamma: s.Gamma, Lambda: s.Lambda}
 	}
+	id := runID(&s, pols)
 	runners := make([]*envrunner.Runner, 0, s.Workers)
 	defer func() {
 		if err != nil {
@@ -218,7 +219,7 @@ func Build(s Spec) (_ *Run, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: s.Seed, Worker: w,
+		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: s.Seed, RunID: id, Worker: w,
 			Policies: pols, PolicyMapping: mapping,
 			FragmentLength: s.FragmentLength, CountStepsBy: s.CountStepsBy, BatchMode: s.BatchMode, GAE: gae,
 			MaxEnvSteps: share(s.MaxEnvSteps, s.Workers, w), MaxEpisodes: share(s.MaxEpisodes, s.Workers, w)}
