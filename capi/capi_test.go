@@ -51,6 +51,8 @@ func TestStatusOf(t *testing.T) {
 		{withStatus(statusIO, errors.New("disk full")), statusIO},
 		{withStatus(statusModel, externalenv.ErrBadObservation), statusModel}, // its own status first
 		{errors.New("something else"), statusInternal},
+		{&inference.DeviceError{Device: "native:cuda:0", Err: errors.New("no driver")}, statusDevice},
+		{fmt.Errorf("onnxrl: m: %w", &inference.DeviceError{Err: errors.New("no GPU")}), statusDevice},
 	} {
 		assert.Equal(t, c.want, statusOf(c.err), "%v", c.err)
 	}

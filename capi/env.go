@@ -29,6 +29,8 @@ type cenv struct {
 	obsSize  int
 	actSize  int
 	loopDone chan struct{} // closed by close: the run loop returns, and the sampler ends
+	// raiseProcs: the threads waiting in get_action(s) count towards GOMAXPROCS (procs.go).
+	raiseProcs bool
 
 	calls  sync.RWMutex
 	closed bool
@@ -60,7 +62,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
 	e := &cenv{ext: ext, episodes: newEpisodeTable(), loopDone: make(chan struct{}), failed: make(chan struct{}),
-		obsSize: p.Spec.ObservationSpace.Size(), actSize: p.Spec.ActionSpace.Size()}
+		obsSize: p.Spec.ObservationSpace.Size(), actSize: p.Spec.ActionSpace.Size(), raiseProcs: o.RaiseGOMAXPROCS}
 	defer func() {
 		if err != nil {
 			if e.runner != nil {
@@ -77,7 +79,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 		FragmentLength: o.FragmentLength, NoSamples: o.Out == "",
 		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}})
 	if err != nil {
-		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
+		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
 	var write func(*envrunner.MultiAgentBatch) error
 	if o.Out != "" {
@@ -209,8 +211,10 @@ func (e *cenv) withEpisode(id []byte, f func(r *episodeRec) error) error {
 
 // getAction reports obs for episode id and waits for its action, written to act.
 func (e *cenv) getAction(id []byte, obs, act []float32) error {
-	waitIn()
-	defer waitOut()
+	if e.raiseProcs {
+		waitIn()
+		defer waitOut()
+	}
 	return e.withEpisode(id, func(r *episodeRec) error {
 		a, err := e.ext.GetAction(context.Background(), r.id, obs)
 		if err != nil {
@@ -233,8 +237,10 @@ var batchScratchPool = sync.Pool{New: func() any { return &batchScratch{} }}
 // getActions is getAction for len(ids) episodes at once; acts has room for their actions.
 // When episode i fails, the actions of those before it are written (see the header).
 func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
-	waitIn()
-	defer waitOut()
+	if e.raiseProcs {
+		waitIn()
+		defer waitOut()
+	}
 	if err := e.enter(); err != nil {
 		return err
 	}

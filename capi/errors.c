@@ -61,6 +61,7 @@ const char *onnxrl_status_name(int status) {
     case ONNXRL_ERR_TIMEOUT: return "ONNXRL_ERR_TIMEOUT";
     case ONNXRL_ERR_IO: return "ONNXRL_ERR_IO";
     case ONNXRL_ERR_INTERNAL: return "ONNXRL_ERR_INTERNAL";
+    case ONNXRL_ERR_DEVICE: return "ONNXRL_ERR_DEVICE";
     }
     return "unknown status";
 }

@@ -57,11 +57,13 @@ type envOptions struct {
 	MaxBatch       int    `json:"max_batch"`
 	TimeoutMS      int64  `json:"timeout_ms"`
 	FragmentLength int    `json:"fragment_length"`
+	// RaiseGOMAXPROCS lets the env's waiting threads raise GOMAXPROCS (procs.go).
+	RaiseGOMAXPROCS bool `json:"raise_gomaxprocs"`
 }
 
 func defaultEnvOptions() envOptions {
 	return envOptions{policyOptions: defaultPolicyOptions(), MaxEpisodes: 100, Explore: true,
-		MaxFileSize: 64 << 20, TimeoutMS: 60_000, FragmentLength: 200}
+		MaxFileSize: 64 << 20, TimeoutMS: 60_000, FragmentLength: 200, RaiseGOMAXPROCS: true}
 }
 
 func (o *envOptions) check() error {

@@ -59,7 +59,7 @@ func openPolicy(model string, optionsJSON []byte) (*policy, error) {
 		Action:  connectors.ActionConfig{NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions},
 		Session: inference.Options{Device: o.Device, IntraOpThreads: o.Threads, InterOpThreads: 1}})
 	if err != nil {
-		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
+		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
 	return &policy{actor: a, obsSpace: p.Spec.ObservationSpace, actSpace: p.Spec.ActionSpace, obsSize: a.ObservationSize(), actSize: a.ActionSize()}, nil
 }

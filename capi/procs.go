@@ -13,7 +13,8 @@ import (
 // enter the library, and each queued entry costs two thread switches: cpp_sim (8 threads x
 // 128 agents, 2 cores) ran at 0.64-1.1M actions/s with GOMAXPROCS=2 and 1.08-1.24M with 8,
 // alternating. So the library raises GOMAXPROCS to the most threads seen waiting in it at
-// once plus one, unless the host set GOMAXPROCS itself.
+// once plus one, unless the host set GOMAXPROCS itself or opened its envs with the option
+// "raise_gomaxprocs": false (their threads are not counted).
 var procs struct {
 	waiting atomic.Int32 // host threads in get_action(s) now
 	set     atomic.Int32 // the GOMAXPROCS the library asked for last

@@ -211,7 +211,7 @@ func openSampler(optionsJSON []byte) (*sampler, error) {
 		case errors.As(err, &ce):
 			return nil, err
 		}
-		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %w", err))
+		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %w", err))
 	}
 	s := &sampler{run: run, names: map[string]*C.char{}}
 	if len(run.Group.Runners()) == 1 {

@@ -20,6 +20,7 @@ const (
 	statusTimeout         = -6
 	statusIO              = -7
 	statusInternal        = -8
+	statusDevice          = -9
 )
 
 // codedError is an error whose status the code that made it knew best.
@@ -39,6 +40,15 @@ func withStatus(status int, err error) error {
 	return &codedError{status: status, err: err}
 }
 
+// openStatus is the status of a failure to open a policy's sessions: statusDevice when the
+// device is not available here (no driver, GPU or provider library), else statusModel.
+func openStatus(err error) int {
+	if errors.Is(err, inference.ErrDeviceUnavailable) {
+		return statusDevice
+	}
+	return statusModel
+}
+
 // Errors of the library itself.
 var (
 	errNull     = errors.New("onnxrl: NULL pointer")
@@ -54,6 +64,8 @@ func statusOf(err error) int {
 		return statusOK
 	case errors.As(err, &ce):
 		return ce.status
+	case errors.Is(err, inference.ErrDeviceUnavailable):
+		return statusDevice
 	case errors.Is(err, errNull), errors.Is(err, errNoHandle),
 		errors.Is(err, externalenv.ErrBadObservation), errors.Is(err, externalenv.ErrBadAction),
 		errors.Is(err, externalenv.ErrBadReward):

@@ -100,6 +100,7 @@ func TestNativeCUDANoDriver(t *testing.T) {
 		t.Logf("error: %v", err)
 		assert.Contains(t, err.Error(), "the NVIDIA driver library was not found")
 		assert.Contains(t, err.Error(), "/nonexistent/libcuda.so.1")
+		assert.ErrorIs(t, err, ErrDeviceUnavailable)
 		return
 	}
 	needNative(t)

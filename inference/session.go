@@ -167,7 +167,7 @@ func NewSession(m *Model, opts Options) (*Session, error) {
 	}
 	so, err := sessionOptions(dev, opts)
 	if err != nil {
-		return nil, err
+		return nil, deviceError(dev, err)
 	}
 	defer so.Destroy()
 	names := func(vs []ValueInfo) []string {
@@ -179,7 +179,7 @@ func NewSession(m *Model, opts Options) (*Session, error) {
 	}
 	s.sess, err = ort.NewDynamicAdvancedSessionWithONNXData(m.data, names(m.Inputs), names(m.Outputs), so)
 	if err != nil {
-		return nil, &ModelError{Path: m.Path, Err: fmt.Errorf("the runtime rejected the model: %w", errors.Unwrap(err))}
+		return nil, deviceError(dev, &ModelError{Path: m.Path, Err: fmt.Errorf("the runtime rejected the model: %w", errors.Unwrap(err))})
 	}
 	if err := s.resolveOutputs(opts); err != nil {
 		s.Close()

@@ -30,9 +30,31 @@
  *     file named by ONNXRUNTIME_SHARED_LIBRARY_PATH, from beside this library, from the
  *     project's third_party/onnxruntime/ (looked for above the working directory and the
  *     executable), or from the system's library path, in that order.
- *   - Threads that wait in onnxrl_episode_get_action(s) each need a Go processor while they
- *     run Go code: the library raises GOMAXPROCS to the most such threads seen at once plus
- *     one (for the sampler), unless the GOMAXPROCS environment variable was set.
+ *   - Threads that wait in onnxrl_episode_get_action(s) each need a Go processor (a P) while
+ *     they run Go code: the library raises GOMAXPROCS to the most such threads seen at once
+ *     plus one (for the sampler), at most 256, and never lowers it. Without it, 8 simulator
+ *     threads on 2 cores queue for 2 Ps at every call (measured: 0.64-1.1M against 1.08-1.24M
+ *     actions/s). It changes the library's Go runtime only, which is the process's only one
+ *     (a Go program imports the Go packages instead of loading this library, and they never
+ *     change GOMAXPROCS): more threads may then run Go code at once, the garbage collector's
+ *     background workers (about a quarter of GOMAXPROCS during a collection) grow with it,
+ *     each new high stops the Go world for a moment, and Go's own updates of GOMAXPROCS from
+ *     a container's CPU limit (Go 1.25 and later) stop. Turn it off with the env option
+ *     "raise_gomaxprocs": false (that env's threads are not counted), or for the process by
+ *     setting the GOMAXPROCS environment variable before the library loads.
+ *
+ * Devices (the option "device"; ONNXRL_ERR_DEVICE when this machine cannot give it)
+ *   - "cpu" (default): ONNX Runtime's CPU provider.
+ *   - "native": the project's execution provider (libonnxrl_ep.so, found beside this library,
+ *     by ONNXRL_EP_LIBRARY or in the project's build/lib), its host backend: fused CPU
+ *     kernels; nodes it does not support run on the CPU provider.
+ *   - "native:cuda:N" ("native:cuda" is GPU 0): its CUDA backend on GPU N. Needs an NVIDIA
+ *     driver (libcuda.so.1; no CUDA toolkit at build time) and NVRTC at run time (a CUDA
+ *     toolkit or pip's nvidia wheels); inputs and outputs stay host memory, copied within a call.
+ *     Never falls back to the host backend: without a driver, GPU N or NVRTC the open fails
+ *     with ONNXRL_ERR_DEVICE and a message naming what is missing.
+ *   - "cuda[:N]", "tensorrt[:N]": ONNX Runtime's own providers; they need a GPU build of ONNX
+ *     Runtime (ONNXRUNTIME_SHARED_LIBRARY_PATH), else ONNXRL_ERR_DEVICE.
  */
 #ifndef ONNXRL_SAMPLER_H
 #define ONNXRL_SAMPLER_H
@@ -45,6 +67,8 @@ extern "C" {
 #endif
 
 #define ONNXRL_ABI_VERSION 1
+/* The release of this header; onnxrl_version() gives the loaded library's. */
+#define ONNXRL_VERSION "0.1.0"
 
 enum {
     ONNXRL_OK = 0,
@@ -55,7 +79,10 @@ enum {
     ONNXRL_ERR_LIMIT = -5,            /* too many episodes, id too long, buffer too small */
     ONNXRL_ERR_TIMEOUT = -6,          /* no action within the env's timeout */
     ONNXRL_ERR_IO = -7,               /* the output file could not be written */
-    ONNXRL_ERR_INTERNAL = -8          /* a bug of the library: please report the message */
+    ONNXRL_ERR_INTERNAL = -8,         /* a bug of the library: please report the message */
+    ONNXRL_ERR_DEVICE = -9            /* device not available here: no driver, GPU, NVRTC, GPU
+                                         build of ONNX Runtime or provider library (0.1.0 on;
+                                         older libraries said ONNXRL_ERR_MODEL) */
 };
 
 typedef struct onnxrl_policy onnxrl_policy;
@@ -63,6 +90,11 @@ typedef struct onnxrl_env onnxrl_env;
 
 /* ONNXRL_ABI_VERSION of the loaded library: compare it with the header's. */
 int onnxrl_abi_version(void);
+
+/* The loaded library's version: its release (ONNXRL_VERSION of its header), then "+" and the
+   commit it was built from when the build recorded one ("0.1.0+d340733", ".dirty" added for
+   uncommitted changes). A static string, valid for the life of the process. */
+const char *onnxrl_version(void);
 
 /* The message of this thread's last call that failed, or "" when its last call succeeded.
    Valid until this thread's next call into the library. Never NULL. */
@@ -75,7 +107,8 @@ const char *onnxrl_status_name(int status);
 
 /* Opens a policy. model: an .onnx path (its policy spec from the sidecar <model>.policy.json
    or the model's metadata) or a bundled model name ("cartpole_mlp", ...).
-   options_json keys: "device" ("cpu", "cuda[:N]"; default "cpu"), "threads" (ONNX Runtime
+   options_json keys: "device" ("cpu", "native", "native:cuda:N", "cuda[:N]", ...: see Devices
+   above; default "cpu"), "threads" (ONNX Runtime
    intra-op threads per session, default 1), "seed" (default 0), "workers" (sessions, and so
    calls computed at once; default 1), "normalize_actions" (default true), "clip_actions"
    (default false), "max_model_bytes" (the largest model file read, default 1073741824, 1 GiB).
@@ -118,8 +151,9 @@ int onnxrl_policy_close(onnxrl_policy *p);
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot
-   in a sample batch, default 200), "device", "threads", "normalize_actions",
-   "clip_actions", "max_model_bytes" (as for onnxrl_policy_open). */
+   in a sample batch, default 200), "raise_gomaxprocs" (default true: see the process rules
+   above), "device", "threads", "normalize_actions", "clip_actions", "max_model_bytes" (as
+   for onnxrl_policy_open). */
 int onnxrl_env_open(const char *model, const char *options_json, onnxrl_env **out);
 
 int onnxrl_env_sizes(const onnxrl_env *e, int64_t *obs_size, int64_t *action_size);

@@ -18,16 +18,17 @@ see :mod:`onnxrl_sampler._lib` for where it is looked for. PolicyClient needs no
 
 from .client import PolicyClient, PolicyServerError, ProtocolError
 from .env import Env
-from .errors import (ActionTimeoutError, InternalError, InvalidArgumentError, LibraryNotFoundError, LimitError,
-                     ModelError, NotFoundError, OutputError, SamplerError, StateError)
+from .errors import (ActionTimeoutError, DeviceError, InternalError, InvalidArgumentError, LibraryNotFoundError,
+                     LimitError, ModelError, NotFoundError, OutputError, SamplerError, StateError)
+from ._lib import library_version
 from .export import ExportCheckError, export_policy
 from .policy import Policy
 from .sampler import Sampler
 from .vector import VectorEnv, make_vec
 
 __all__ = [
-    "Policy", "Env", "PolicyClient", "export_policy", "make_vec", "VectorEnv", "Sampler",
+    "Policy", "Env", "PolicyClient", "export_policy", "make_vec", "VectorEnv", "Sampler", "library_version",
     "SamplerError", "InvalidArgumentError", "NotFoundError", "StateError", "ModelError", "LimitError",
-    "ActionTimeoutError", "OutputError", "InternalError", "LibraryNotFoundError",
+    "ActionTimeoutError", "OutputError", "InternalError", "DeviceError", "LibraryNotFoundError",
     "PolicyServerError", "ProtocolError", "ExportCheckError",
 ]

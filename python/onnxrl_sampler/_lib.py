@@ -174,6 +174,14 @@ def raise_status(status: int) -> NoReturn:
     raise cls(msg or name, status, name)
 
 
+def library_version() -> str:
+    """The loaded library's version (``onnxrl_version()``): its release, such as ``"0.1.0"``,
+    then ``"+"`` and the commit it was built from when the build recorded one."""
+    f = lib().onnxrl_version
+    f.restype, f.argtypes = ctypes.c_char_p, []
+    return f().decode()
+
+
 def check(status: int) -> None:
     """Raises for a status other than ONNXRL_OK (0)."""
     if status:

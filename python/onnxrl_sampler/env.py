@@ -39,8 +39,10 @@ class Env(_Handle):
         **options: the other keys of ``onnxrl_env_open``: ``device``, ``threads``,
             ``max_wait_us``, ``max_batch``, ``timeout_ms``, ``fragment_length``,
             ``max_file_size``, ``normalize_actions``, ``clip_actions``, ``max_model_bytes``
-            (the largest model file read, default 1 GiB). A misspelt key is an
-            InvalidArgumentError.
+            (the largest model file read, default 1 GiB), ``raise_gomaxprocs`` (default True:
+            threads waiting in get_action(s) raise the library's GOMAXPROCS; see the C
+            header). A misspelt key is an InvalidArgumentError; a device this machine cannot
+            give is a DeviceError.
 
     Observations are float32 rows of ``obs_size`` values. Actions come as the action space has
     them (``action_layout``): an int64 of shape ``()`` for a Discrete space (``(n,)`` from

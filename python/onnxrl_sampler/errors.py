@@ -40,6 +40,15 @@ class ModelError(SamplerError):
     """Not an ONNX model, an unusable policy (a recurrent one for Policy), a runtime failure."""
 
 
+class DeviceError(ModelError):
+    """The device asked for is not available here: no NVIDIA driver or GPU, no NVRTC, an ONNX
+    Runtime without the CUDA provider, or no native provider library (``ONNXRL_ERR_DEVICE``).
+
+    A subclass of :class:`ModelError`, which libraries before this status raised for it, so
+    ``except ModelError`` still catches it.
+    """
+
+
 class LimitError(SamplerError):
     """Too many episodes, an id too long, a buffer too small."""
 
@@ -70,4 +79,5 @@ STATUS_ERRORS: dict[int, type[SamplerError]] = {
     -6: ActionTimeoutError,
     -7: OutputError,
     -8: InternalError,
+    -9: DeviceError,
 }

@@ -83,3 +83,30 @@ def test_library_in_the_package_folder(lib, tmp_path):
     assert r.returncode == 0, r.stderr
     where, act = r.stdout.split()
     assert where == str(pkg / "libonnxrl_sampler.so") and act in ("0", "1")
+
+
+def test_library_version(lib):
+    """The library's version begins with the package's release (pyproject.toml)."""
+    import re
+
+    import onnxrl_sampler
+    with open(os.path.join(REPO, "python", "pyproject.toml")) as f:
+        release = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+    v = onnxrl_sampler.library_version()
+    assert re.fullmatch(re.escape(release) + r"(\+[0-9a-f]{7}(\.dirty)?)?", v), v
+
+
+def test_device_not_available(lib):
+    """A device this machine cannot give is a DeviceError (status -9), still a ModelError; GPU 99
+    exists nowhere."""
+    import onnxrl_sampler as o
+    for make in (lambda: o.Policy("cartpole_mlp", device="native:cuda:99"),
+                 lambda: o.Env("cartpole_mlp", device="native:cuda:99")):
+        with pytest.raises(o.DeviceError) as e:
+            make()
+        assert e.value.status == -9 and e.value.status_name == "ONNXRL_ERR_DEVICE"
+        assert isinstance(e.value, o.ModelError)
+    with pytest.raises(o.InvalidArgumentError):
+        o.Env("cartpole_mlp", raise_gomaxprocs=1)
+    with o.Env("cartpole_mlp", raise_gomaxprocs=False) as env:
+        assert env.obs_size == 4

@@ -234,19 +234,28 @@ static void test_abi_and_status_names(void) {
         {ONNXRL_ERR_TIMEOUT, "ONNXRL_ERR_TIMEOUT"},
         {ONNXRL_ERR_IO, "ONNXRL_ERR_IO"},
         {ONNXRL_ERR_INTERNAL, "ONNXRL_ERR_INTERNAL"},
+        {ONNXRL_ERR_DEVICE, "ONNXRL_ERR_DEVICE"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *got = onnxrl_status_name(names[i].code);
         CHECKF(got != NULL && strcmp(got, names[i].name) == 0, "onnxrl_status_name(%d) = \"%s\", want \"%s\"",
                names[i].code, got ? got : "(NULL)", names[i].name);
     }
-    const int unknown[] = {1, 2, -9, -100, 12345, INT_MIN, INT_MAX};
+    const int unknown[] = {1, 2, -10, -100, 12345, INT_MIN, INT_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *got = onnxrl_status_name(unknown[i]);
         CHECKF(got != NULL && strcmp(got, "unknown status") == 0, "onnxrl_status_name(%d) = \"%s\", want \"unknown status\"",
                unknown[i], got ? got : "(NULL)");
     }
     CHECK(onnxrl_last_error() != NULL);
+
+    /* The library's version begins with the header's release; "+commit" may follow. */
+    const char *v = onnxrl_version();
+    size_t n = strlen(ONNXRL_VERSION);
+    CHECKF(v != NULL && strncmp(v, ONNXRL_VERSION, n) == 0 && (v[n] == '\0' || v[n] == '+'),
+           "onnxrl_version() = \"%s\", want \"%s\" or \"%s+<commit>\"", v ? v : "(NULL)", ONNXRL_VERSION,
+           ONNXRL_VERSION);
+    CHECK(onnxrl_version() == v);
 }
 
 /* The message is per thread: a failure in another thread leaves this thread's message alone. */
@@ -714,6 +723,7 @@ static void test_env_open_errors(void) {
         "{\"max_file_size\": \"64M\"}",
         "{\"no_such_env_option\": 1}",
         "{\"workers\": 2}", /* a policy option, not an env option */
+        "{\"raise_gomaxprocs\": 0}",
     };
     for (size_t i = 0; i < sizeof bad_options / sizeof bad_options[0]; i++) {
         int st = STATUS(onnxrl_env_open("cartpole_mlp", bad_options[i], &e));
@@ -1091,18 +1101,45 @@ static void test_env_recurrent(void) {
     EXPECT(onnxrl_env_close(e), ONNXRL_OK);
 }
 
-/* native:cuda:0 where the driver library is missing: a clear error naming it, never a silent
- * fallback to the host backend (main points ONNXRL_CUDA_DRIVER_LIBRARY at a missing file). */
+/* native:cuda:0 where the driver library is missing: ONNXRL_ERR_DEVICE with a clear error
+ * naming it, never a silent fallback to the host backend (main points
+ * ONNXRL_CUDA_DRIVER_LIBRARY at a missing file); the env and the sampler say the same. */
 static void test_policy_cuda_without_driver(void) {
     onnxrl_policy *p = NULL;
     int st = STATUS(onnxrl_policy_open("cartpole_mlp", "{\"device\": \"native:cuda:0\"}", &p));
-    CHECKF(st != ONNXRL_OK, "onnxrl_policy_open on native:cuda:0 without a driver succeeded");
+    CHECKF(st == ONNXRL_ERR_DEVICE, "onnxrl_policy_open on native:cuda:0 without a driver: got %s \"%s\", want ONNXRL_ERR_DEVICE",
+           onnxrl_status_name(st), g_err);
     if (st == ONNXRL_OK) {
         onnxrl_policy_close(p);
         return;
     }
     EXPECT_MSG("NVIDIA driver library was not found");
     EXPECT_MSG("/nonexistent-onnxrl-dir/libcuda.so.1");
+
+    onnxrl_env *e = NULL;
+    EXPECT(onnxrl_env_open("cartpole_mlp", "{\"device\": \"native:cuda:0\"}", &e), ONNXRL_ERR_DEVICE);
+    onnxrl_sampler *s = NULL;
+    EXPECT(onnxrl_sampler_open("{\"env\": \"CartPole-v1\", \"device\": \"native:cuda:0\"}", &s), ONNXRL_ERR_DEVICE);
+    /* A runtime without ONNX Runtime's CUDA provider (the CPU build) cannot give "cuda". */
+    st = STATUS(onnxrl_policy_open("cartpole_mlp", "{\"device\": \"cuda:0\"}", &p));
+    if (st == ONNXRL_OK)
+        onnxrl_policy_close(p); /* a GPU build of ONNX Runtime */
+    else
+        CHECKF(st == ONNXRL_ERR_DEVICE, "device cuda:0 on the CPU runtime: got %s \"%s\"", onnxrl_status_name(st), g_err);
+}
+
+/* "raise_gomaxprocs": false is accepted, and the env works without it. */
+static void test_env_raise_gomaxprocs_off(void) {
+    onnxrl_env *e = NULL;
+    EXPECT(onnxrl_env_open("cartpole_mlp", "{\"raise_gomaxprocs\": false, \"explore\": false}", &e), ONNXRL_OK);
+    if (e == NULL)
+        return;
+    EXPECT(onnxrl_episode_start(e, "procs", 1, NULL, 0), ONNXRL_OK);
+    const float obs[4] = {0.01f, 0, 0.02f, 0};
+    float act = -1;
+    EXPECT(onnxrl_episode_get_action(e, "procs", obs, &act), ONNXRL_OK);
+    CHECK(act == 0 || act == 1);
+    EXPECT(onnxrl_env_close(e), ONNXRL_OK);
 }
 
 int main(void) {
@@ -1131,6 +1168,7 @@ int main(void) {
     test_env_greedy_matches_policy();
     test_env_recurrent();
     test_policy_cuda_without_driver();
+    test_env_raise_gomaxprocs_off();
 
     remove_tmpdir();
     printf("%d passed, %d failed\n", g_passed, g_failed);
