@@ -286,7 +286,7 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 		if err != nil {
 			return nil, err
 		}
-		return raw.(env.Env), nil
+		return raw.Env(), nil
 	}, n)
 	if err != nil {
 		tb.Fatal(err)

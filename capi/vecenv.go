@@ -119,12 +119,13 @@ func makeSub(name string, cfg env.Config) (e env.Env, err error) {
 			err = withStatus(statusInternal, fmt.Errorf("onnxrl: make %s panicked: %v", name, r))
 		}
 	}()
-	raw, err := env.Make(name, cfg)
+	made, err := env.Make(name, cfg)
 	if err != nil {
 		return nil, withStatus(statusInvalidArgument, err)
 	}
-	e, ok := raw.(env.Env)
-	if !ok {
+	e = made.Env()
+	if e == nil {
+		raw := made.Value()
 		if c, ok := raw.(io.Closer); ok {
 			c.Close()
 		}

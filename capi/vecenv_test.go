@@ -85,7 +85,7 @@ func referenceTrajectory(t testing.TB, name string, cfg env.Config, n int, seed 
 		if err != nil {
 			t.Fatal(err)
 		}
-		envs[i] = raw.(env.Env)
+		envs[i] = raw.Env()
 		act, obsN, actN = envs[i].ActionSpace(), envs[i].ObservationSpace().Size(), envs[i].ActionSpace().Size()
 	}
 	var tr trajectory
@@ -284,7 +284,7 @@ func TestVecEnvAutoreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	twin, _ := env.Make("CartPole-v1", env.Config{"max_episode_steps": 3})
-	e := twin.(env.Env)
+	e := twin.Env()
 	obs := make([]float32, 4)
 	e.Reset(env.WithSeed(6), obs) // sub-environment 1: seed 5+1
 	for k := 1; k <= 3; k++ {
@@ -334,7 +334,7 @@ func TestVecEnvSeeds(t *testing.T) {
 	first := func(seed uint64) []float32 {
 		raw, _ := env.Make("CartPole-v1", nil)
 		o := make([]float32, 4)
-		raw.(env.Env).Reset(env.WithSeed(seed), o)
+		raw.Env().Reset(env.WithSeed(seed), o)
 		return o
 	}
 	v := mustOpenVec(t, "CartPole-v1", "", 3, 10)

@@ -83,14 +83,15 @@ func NewMultiAgentBaseEnv(make func(index int) (MultiAgentEnv, error), opts Base
 //   - an Env or a MultiAgentEnv becomes sub-environment 0 of a synchronous adapter of
 //     opts.NumEnvs sub-environments, the others made by make(1), make(2), ...
 //
-// make has the shape of a Maker bound to a config, so that a registered environment is
-// turned into a BaseEnv with
+// make may return what Make returns (an Environment) or an environment value itself; a
+// registered environment is turned into a BaseEnv with MakeBaseEnv(name, cfg, opts), which is
 //
 //	ToBaseEnv(func(int) (any, error) { return Make(name, cfg) }, opts)
 func ToBaseEnv(make func(index int) (any, error), opts BaseEnvOptions) (BaseEnv, error) {
 	if make == nil {
 		return nil, errors.New("env: ToBaseEnv: make is nil")
 	}
+	make = unwrapEnvironment(make)
 	first, err := make(0)
 	if err != nil {
 		return nil, fmt.Errorf("env: make sub-environment 0: %w", err)
@@ -295,4 +296,16 @@ func takeErrs(errs *[]error) error {
 	clear(*errs)
 	*errs = (*errs)[:0]
 	return err
+}
+
+// unwrapEnvironment returns make with the environment inside an Environment it returns
+// taken out.
+func unwrapEnvironment(make func(int) (any, error)) func(int) (any, error) {
+	return func(i int) (any, error) {
+		v, err := make(i)
+		if e, ok := v.(Environment); ok {
+			return e.v, err
+		}
+		return v, err
+	}
 }

@@ -40,7 +40,7 @@ func TestRandomEnvJSONConfig(t *testing.T) {
 		require.NoError(t, err, s)
 		e, err := env.Make("RandomEnv", cfg)
 		require.NoError(t, err, s)
-		ee := e.(env.Env)
+		ee := e.Env()
 		assert.Equal(t, "Box", ee.ObservationSpace().Type(), s)
 		assert.Equal(t, 3, ee.ObservationSpace().FlatDim(), s)
 		assert.Equal(t, "Discrete", ee.ActionSpace().Type(), s)

@@ -231,20 +231,28 @@ func Names() []string {
 	return names
 }
 
-// Make makes the environment registered under name.
-func Make(name string, cfg Config) (any, error) {
+// Make makes the environment registered under name with cfg (nil: the defaults). The
+// Environment says which kind it is and returns it as that kind:
+//
+//	made, err := env.Make("CartPole-v1", env.Config{"max_episode_steps": 200})
+//	cartPole := made.Env() // nil for a multi-agent or vectorized environment
+func Make(name string, cfg Config) (Environment, error) {
 	registryMu.RLock()
 	maker, ok := registry[name]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("env: unknown environment %q (registered: %s)", name, strings.Join(Names(), ", "))
+		return Environment{}, fmt.Errorf("env: unknown environment %q (registered: %s)", name, strings.Join(Names(), ", "))
 	}
 	if cfg == nil {
 		cfg = Config{}
 	}
-	e, err := maker(cfg)
+	v, err := maker(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("env: make %s: %w", name, err)
+		return Environment{}, fmt.Errorf("env: make %s: %w", name, err)
+	}
+	e, err := newEnvironment(v)
+	if err != nil {
+		return Environment{}, fmt.Errorf("env: make %s: %w", name, err)
 	}
 	return e, nil
 }

@@ -106,13 +106,15 @@ type remoteCmd struct {
 }
 
 // NewRemoteVectorEnv makes opts.NumEnvs sub-environments with make(0), make(1), ... (each an
-// Env or a MultiAgentEnv; single-agent ones report DefaultAgentID) and starts one goroutine
+// Env or a MultiAgentEnv, or an Environment of Make holding one; single-agent ones report
+// DefaultAgentID) and starts one goroutine
 // per sub-environment. The RemoteVectorEnv implements SubEnvironmentser, TryRenderer,
 // Spaceser, AllResetter and AllRenderer.
 func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvOptions) (*RemoteVectorEnv, error) {
 	if make == nil {
 		return nil, errors.New("env: NewRemoteVectorEnv: make is nil")
 	}
+	make = unwrapEnvironment(make)
 	n, err := opts.numEnvs()
 	if err != nil {
 		return nil, err

@@ -40,9 +40,9 @@ func vectorOf(tb testing.TB, name string, cfg env.Config, n int, failAt int) env
 		}
 		made++
 		if i == 1 && failAt > 0 && made <= n { // the first instance only; its restart is well
-			return &flaky{Env: e.(env.Env), failAt: failAt}, nil
+			return &flaky{Env: e.Env(), failAt: failAt}, nil
 		}
-		return e.(env.Env), nil
+		return e.Env(), nil
 	}, n)
 	require.NoError(tb, err)
 	be, err := env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(77), RestartFailedSubEnvironments: failAt > 0})
@@ -142,7 +142,7 @@ func columnarPolicies(t *testing.T, c columnarCase) (map[envrunner.PolicyID]envr
 	}
 	probe, err := env.Make(c.env, c.cfg)
 	require.NoError(t, err)
-	e := probe.(env.Env)
+	e := probe.Env()
 	n := max(c.policies, 1)
 	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{}
 	ids := make([]envrunner.PolicyID, n)

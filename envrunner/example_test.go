@@ -14,13 +14,12 @@ import (
 // runs without ONNX Runtime; see ExampleRunner_bundledPolicy for a model): each Sample
 // returns a fragment of 50 steps per sub-environment.
 func ExampleRunner() {
-	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("CartPole-v1", nil) },
-		env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(1)})
+	be, err := env.MakeBaseEnv("CartPole-v1", nil, env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(1)})
 	if err != nil {
 		panic(err)
 	}
 	cp, _ := env.Make("CartPole-v1", nil)
-	spec := cp.(env.Env)
+	spec := cp.Env() // for its spaces
 	r, err := envrunner.New(envrunner.Config{
 		Env:     be, // the runner owns it now
 		NumEnvs: 4,
@@ -61,8 +60,7 @@ func ExampleRunner_bundledPolicy() {
 		fmt.Println(err) // ONNX Runtime or the model is missing
 		return
 	}
-	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("CartPole-v1", nil) },
-		env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(1)})
+	be, err := env.MakeBaseEnv("CartPole-v1", nil, env.BaseEnvOptions{NumEnvs: 4, Seed: env.WithSeed(1)})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -44,7 +44,7 @@ func TestFailedRunReleasesSubEnvironments(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return e.(env.Env), nil
+				return e.Env(), nil
 			}, 4)
 			if err != nil {
 				return nil, err

@@ -27,7 +27,7 @@ func TestFastPathAfterFailedRun(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return e.(env.Env), nil
+		return e.Env(), nil
 	}, 4)
 	if err != nil {
 		t.Fatal(err)

@@ -67,7 +67,7 @@ func TestTrajectoryRowsFullyWritten(t *testing.T) {
 						if err != nil {
 							return nil, err
 						}
-						return e.(env.Env), nil
+						return e.Env(), nil
 					}, 4)
 					if err == nil {
 						be, err = env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(3)})

@@ -21,7 +21,7 @@ func mustMake(t testing.TB, name string, cfg env.Config) stateful {
 	t.Helper()
 	e, err := env.Make(name, cfg)
 	require.NoError(t, err)
-	return e.(stateful)
+	return e.Value().(stateful)
 }
 
 func TestRegistered(t *testing.T) {
@@ -32,15 +32,13 @@ func TestRegistered(t *testing.T) {
 	for _, n := range singleNames {
 		e, err := env.Make(n, nil)
 		require.NoError(t, err)
-		_, ok := e.(env.Env)
-		require.True(t, ok, n)
-		_, ok = e.(env.Renderer)
+		require.NotNil(t, e.Env(), n)
+		_, ok := e.Value().(env.Renderer)
 		require.True(t, ok, n)
 	}
 	e, err := env.Make("MultiAgentCartPole", nil)
 	require.NoError(t, err)
-	_, ok := e.(env.MultiAgentEnv)
-	require.True(t, ok)
+	require.NotNil(t, e.MultiAgent())
 }
 
 func inf32() float32 { return float32(math.Inf(1)) }

@@ -16,7 +16,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	e := made.(env.Env)
+	e := made.Env() // nil if it were another kind (made.Kind() says which)
 	fmt.Println(spaces.String(e.ObservationSpace()), spaces.String(e.ActionSpace()))
 
 	obs := make([]float32, e.ObservationSpace().Size()) // [x, x_dot, theta, theta_dot]
@@ -59,7 +59,7 @@ func Example_multiAgent() {
 		fmt.Println(err)
 		return
 	}
-	m := made.(env.MultiAgentEnv)
+	m := made.MultiAgent()
 	var out env.MultiAgentStep
 	if err := m.Reset(env.WithSeed(1), &out); err != nil {
 		fmt.Println(err)

@@ -76,7 +76,7 @@ func TestGoldenTrajectories(t *testing.T) {
 			require.True(t, ok, "no tolerance for %s", c.Env)
 			made, err := env.Make(c.Env, env.Config{"max_episode_steps": c.MaxEpisodeSteps})
 			require.NoError(t, err)
-			e := made.(stateful)
+			e := made.Value().(stateful)
 			obs := make([]float32, e.ObservationSpace().Size())
 			_, err = e.Reset(env.WithSeed(0), obs)
 			require.NoError(t, err)

@@ -189,7 +189,7 @@ func TestReferenceTrajectories(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", m.name, i), func(t *testing.T) {
 			made, err := env.Make(m.name, env.Config{"max_episode_steps": m.limit})
 			require.NoError(t, err)
-			e := made.(stateful)
+			e := made.Value().(stateful)
 			obs := make([]float32, e.ObservationSpace().Size())
 			_, err = e.Reset(env.WithSeed(42), obs)
 			require.NoError(t, err)

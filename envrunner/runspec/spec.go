@@ -107,10 +107,11 @@ type EnvInfo struct {
 // ProbeEnv makes the environment once and reads its spaces; every agent of a multi-agent
 // environment must share them (one policy serves them all).
 func ProbeEnv(name string, cfg env.Config) (*EnvInfo, error) {
-	raw, err := env.Make(name, cfg)
+	made, err := env.Make(name, cfg)
 	if err != nil {
 		return nil, err
 	}
+	raw := made.Value()
 	if c, ok := raw.(io.Closer); ok {
 		defer c.Close()
 	}
@@ -251,15 +252,14 @@ func makeBaseEnv(s *Spec, cfg env.Config, info *EnvInfo, opts env.BaseEnvOptions
 	}
 	if info.Single {
 		v, err := env.NewVectorEnv(func(int) (env.Env, error) {
-			raw, err := env.Make(s.Env, cfg)
+			made, err := env.Make(s.Env, cfg)
 			if err != nil {
 				return nil, err
 			}
-			e, ok := raw.(env.Env)
-			if !ok {
-				return nil, fmt.Errorf("environment %s made a %T, not an Env", s.Env, raw)
+			if made.Env() == nil {
+				return nil, fmt.Errorf("environment %s made a %s, not an Env", s.Env, made.Kind())
 			}
-			return e, nil
+			return made.Env(), nil
 		}, opts.NumEnvs)
 		if err != nil {
 			return nil, err

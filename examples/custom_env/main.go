@@ -53,8 +53,7 @@ func main() {
 		}
 		return &Corridor{cells: n}, nil
 	})
-	be, err := env.ToBaseEnv(func(int) (any, error) { return env.Make("Corridor-v0", env.Config{"cells": 4}) },
-		env.BaseEnvOptions{NumEnvs: 8, Seed: env.WithSeed(1)})
+	be, err := env.MakeBaseEnv("Corridor-v0", env.Config{"cells": 4}, env.BaseEnvOptions{NumEnvs: 8, Seed: env.WithSeed(1)})
 	if err != nil {
 		panic(err)
 	}
