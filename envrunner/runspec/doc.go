@@ -13,6 +13,15 @@
 //	defer run.Close()
 //	err = run.Group.Run(ctx, envrunner.GroupOptions{Sink: sink})
 //
+// A run that ends (MaxEnvSteps or MaxEpisodes) is done in one call by Sample, which returns
+// its batches and metrics, as `sample run --steps N` makes them:
+//
+//	s := runspec.DefaultSpec() // sample run's defaults: CartPole-v1 with its bundled policy
+//	s.NumEnvs, s.MaxEnvSteps = 8, 10_000
+//	res, err := runspec.Sample(ctx, s)
+//	if err != nil { ... }
+//	fmt.Println(len(res.Batches), res.EpisodeStats().ReturnMean, res.StepsPerSec())
+//
 // Errors in the spec itself (a bad config, an unknown device, policies that do not fit
 // together) are *SpecError values; their messages name the `sample run` flag of the field.
 package runspec
