@@ -27,12 +27,21 @@ vet:
 # Everything: go vet, the Go tests with the race detector, the native build with CTest, and the
 # Python package's tests. The native build comes first: the Go tests of device "native" load
 # build/lib/libonnxrl_ep.so.
-test: go-test native-test python-test
+test: docs-lint go-test native-test python-test
 
 # The Python packages come first too: the NumPy reference sampler that sample bench --vs is
 # tested against (benchmarks/baselines/) needs NumPy.
 go-test: onnxruntime native vet python-deps nats-server pyarrow-venv
 	ONNXRL_PYARROW_PYTHON=$(CURDIR)/$(PYARROW_VENV)/bin/python $(GO) test -race -count=1 ./...
+
+# README.md and docs/ checked with markdownlint-cli2 (settings: .markdownlint-cli2.jsonc),
+# installed from the npm registry by scripts/markdownlint's lock file into its node_modules
+# (git-ignored); nothing system-wide.
+MDLINT := scripts/markdownlint/node_modules/.bin/markdownlint-cli2
+.PHONY: docs-lint
+docs-lint:
+	@test -x $(MDLINT) || npm ci --prefix scripts/markdownlint --no-audit --no-fund --loglevel=error
+	$(MDLINT) README.md 'docs/**/*.md'
 
 # pyarrow from PyPI in a virtual environment under the build folder (git-ignored): the
 # reader no one here wrote, with which the Go tests check the Parquet files we write

@@ -2,9 +2,18 @@
 //
 // # The runtime library
 //
-// Init loads the ONNX Runtime shared library once per process, looking at
-// ONNXRUNTIME_SHARED_LIBRARY_PATH, then at the project's own install
-// (third_party/onnxruntime/, made by `make onnxruntime`), then at the system's library path.
+// Init loads the ONNX Runtime shared library once per process, looking in this order at:
+//
+//  1. the file named by ONNXRUNTIME_SHARED_LIBRARY_PATH (only there, when it is set);
+//  2. the directories given to AlsoLookIn (the C API's library adds its own, so that a runtime
+//     installed beside it is found);
+//  3. the project's own install, third_party/onnxruntime/lib/ (made by `make onnxruntime`),
+//     searched from the working directory and from the executable upwards;
+//  4. the user's cache, UserLibraryDir ($XDG_CACHE_HOME/onnxrl-sampler/onnxruntime-1.24.1/lib,
+//     by default under ~/.cache), where `sample runtime install` puts the pinned runtime for
+//     programs outside a checkout;
+//  5. the system's library path (libonnxruntime.so.1).
+//
 // When nothing loads, the error (a *LibraryNotFoundError) lists every place tried. Version and
 // LibraryPath report what was loaded. Every function that needs the runtime calls Init.
 //
