@@ -10,7 +10,9 @@
 // A run NAME (letters, digits, '-' and '_') has the stream RL_NAME_SAMPLES (subjects
 // rl.NAME.samples.SAMPLER, work-queue retention, file storage, a byte limit with discard-new),
 // the object store rl_NAME_models (objects POLICY/v000043.onnx) and the key-value bucket
-// rl_NAME_policy (key POLICY: the current version, its object and its sha256, as JSON).
+// rl_NAME_policy (key POLICY: the current version, its object and its sha256, as JSON). The
+// bucket rl_NAME_drained holds the drains' claims (key DURABLE.TOKEN: the stream sequences of
+// the messages of one committed file; see Claims).
 //
 // # Messages
 //

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,9 +55,10 @@ type drainSummary struct {
 // runDrain consumes a run's stream into files: segment after segment, each segment one file
 // (out, then out-000001, ... after the files that exist already), its messages acknowledged
 // only once the file is committed (see drainJournal: closed, synced, its message ids
-// journaled, renamed into place). A drain stopped by a signal closes its segment first; one
-// killed anywhere is made whole by the next drain: nothing acknowledged is missing from the
-// files and no message is in them twice.
+// journaled, claimed on the server, renamed into place). A drain stopped by a signal closes
+// its segment first; one killed anywhere is made whole by the other drains of its --durable
+// (they drop the messages it claimed) and by the next drain into its --out: nothing
+// acknowledged is missing from the files and no message is in them twice.
 func runDrain(args []string, stdout, stderr io.Writer) error {
 	f := &drainFlags{}
 	fs := newFlags("drain", drainArgs, stdout)
@@ -103,14 +105,19 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ackWait := cmp.Or(f.ackWait, 2*f.segmentTime+time.Minute)
 	c, err := scaleout.NewConsumer(setup, js, scaleout.ConsumerOptions{Run: f.nats.run, Durable: f.durable,
-		AckWait: cmp.Or(f.ackWait, 2*f.segmentTime+time.Minute), MaxAckPending: 100000})
+		AckWait: ackWait, MaxAckPending: 100000})
 	cancel()
 	if err != nil {
 		return err
 	}
-	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}, stderr: stderr, seen: newIDSet(1 << 18)}
-	if d.journal, err = openDrainJournal(f.out, &d.seen, stderr); err != nil {
+	d := &drainer{f: f, c: c, sum: drainSummary{Run: f.nats.run, Out: []string{}}, stderr: stderr, seen: newIDSet(1 << 18),
+		ackWait: ackWait, flush: func() error { return nc.FlushTimeout(5 * time.Second) }}
+	setup, cancel = context.WithTimeout(ctx, 30*time.Second)
+	err = d.openJournal(setup, js)
+	cancel()
+	if err != nil {
 		return err
 	}
 	err = d.run(ctx)
@@ -150,8 +157,19 @@ type drainer struct {
 	segName                                       string // the current segment's file name, written as segName.partial until committed
 	journal                                       *drainJournal
 	ids                                           []string
-	started                                       time.Time
-	begun                                         time.Time // when the drain started (--max-rate)
+	// The claims of the durable's drains (see drainJournal) and the stream sequences of the
+	// messages written to the current segment, claimed when it is committed.
+	claims  *scaleout.Claims
+	segSeqs scaleout.SeqRanges
+	// The lease: the server delivers no message of pending or unhandled (the rest of the
+	// last fetch) to another drain before leaseFrom + ackWait (their clocks restarted by
+	// renew, or the messages fetched, after leaseFrom).
+	ackWait   time.Duration
+	leaseFrom time.Time
+	unhandled []jetstream.Msg
+	flush     func() error
+	started   time.Time
+	begun     time.Time // when the drain started (--max-rate)
 	// serverDown: the server said it shuts down, and no message came since.
 	serverDown bool
 }
@@ -163,7 +181,13 @@ func (d *drainer) run(ctx context.Context) error {
 		if d.f.maxRows > 0 && d.taken() >= d.f.maxRows && d.w == nil {
 			return nil
 		}
-		msgs, err := d.c.Fetch(d.f.fetch, time.Second)
+		// The wait for messages keeps the lease of those held.
+		d.renewIfDue()
+		fetchAt := time.Now()
+		msgs, err := d.c.Fetch(d.f.fetch, min(time.Second, d.ackWait/4))
+		if len(d.pending) == 0 {
+			d.leaseFrom = fetchAt
+		}
 		if errors.Is(err, jetstream.ErrServerShutdown) && ctx.Err() == nil {
 			// A server stopped on purpose (sample run --publish embedded, once its stream
 			// is drained; a broker restarted): not an error. The client reconnects if it
@@ -183,7 +207,8 @@ func (d *drainer) run(ctx context.Context) error {
 			}
 			continue
 		}
-		for _, m := range msgs {
+		for i, m := range msgs {
+			d.unhandled = msgs[i+1:]
 			if d.f.maxRows > 0 && d.taken() >= d.f.maxRows {
 				// Not ours to take: the server hands it to the next drain at once.
 				if err := m.Nak(); err != nil {
@@ -191,23 +216,30 @@ func (d *drainer) run(ctx context.Context) error {
 				}
 				continue
 			}
-			if d.seen.add(m.Headers().Get(scaleout.HeaderMsgID)) {
-				// Delivered again (an acknowledgement lost in a server restart): it is in
-				// a file already.
+			dup, err := d.committed(ctx, m)
+			if err != nil {
+				return errors.Join(err, d.closeSegment())
+			}
+			if dup {
+				// Delivered again (a drain killed before it acknowledged, an
+				// acknowledgement lost in a server restart): it is in a file already.
 				d.sum.Duplicates++
-				d.pending = append(d.pending, m)
+				d.hold(m)
 				continue
 			}
 			if err := d.write(m); err != nil {
 				return errors.Join(err, d.closeSegment())
 			}
 			d.pace(ctx)
-			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.taken() >= d.f.maxRows) {
+			d.renewIfDue()
+			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.taken() >= d.f.maxRows) || len(d.segSeqs) >= scaleout.MaxClaimRanges {
 				if err := d.closeSegment(); err != nil {
 					return err
 				}
 			}
 		}
+		d.unhandled = nil
+		d.renewIfDue()
 		if len(msgs) > 0 {
 			lastMsg = time.Now()
 			d.serverDown = false
@@ -244,11 +276,12 @@ func (d *drainer) pace(ctx context.Context) {
 		return
 	}
 	due := d.begun.Add(time.Duration(float64(d.taken()) / d.f.maxRate * float64(time.Second)))
-	if wait := time.Until(due); wait > 0 {
+	for wait := time.Until(due); wait > 0 && ctx.Err() == nil; wait = time.Until(due) {
 		select {
 		case <-ctx.Done():
-		case <-time.After(wait):
+		case <-time.After(min(wait, d.ackWait/4)):
 		}
+		d.renewIfDue() // the messages held stay this drain's while it waits
 	}
 }
 
@@ -277,12 +310,18 @@ func (d *drainer) write(m jetstream.Msg) error {
 		d.segName = path
 		d.started = time.Now()
 		d.segRows, d.segMessages, d.segBatches, d.segEnvSteps = 0, 0, 0, 0
+		d.segSeqs = d.segSeqs[:0]
 	}
 	rows := int64(b.Rows())
 	if err := d.w.Write(b); err != nil {
 		return err
 	}
-	d.pending = append(d.pending, m)
+	md, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	d.segSeqs.Add(md.Sequence.Stream)
+	d.hold(m)
 	d.segRows += rows
 	d.segMessages++
 	d.segEnvSteps += int64(b.EnvSteps)
@@ -321,7 +360,11 @@ func (d *drainer) closeSegment() error {
 	if d.w == nil && len(d.pending) == 0 {
 		return nil
 	}
+	var token string
 	if d.w != nil {
+		// Every message of the segment stays this drain's for --ack-wait from here: long
+		// enough to close, prepare and claim (see drainJournal).
+		d.renew()
 		err := d.w.Close()
 		d.w = nil
 		rows := d.segRows
@@ -335,10 +378,15 @@ func (d *drainer) closeSegment() error {
 		for _, m := range d.pending {
 			d.ids = append(d.ids, m.Headers().Get(scaleout.HeaderMsgID))
 		}
-		if err := d.journal.commit(d.segName, d.ids); err != nil {
+		token = rand.Text()
+		if err := d.journal.prepare(d.segName, token, d.ids); err != nil {
 			return err
 		}
-		crashPoint("journal")
+		crashPoint("prepare")
+		if err := d.claim(token); err != nil {
+			return err
+		}
+		crashPoint("claim")
 		if err := publishSegment(d.segName); err != nil {
 			return fmt.Errorf("rename the committed segment %s into place: %w (a restarted drain finishes it)", d.segName, err)
 		}
@@ -363,6 +411,14 @@ func (d *drainer) closeSegment() error {
 	}
 	if err != nil {
 		fmt.Fprintf(d.stderr, "sample drain: %v; the server will deliver these %d messages again and they will be dropped by id\n", oneLine(err.Error()), len(d.pending))
+	} else if token != "" {
+		// Acknowledged: never delivered again. Kept when that is not sure (a restarted
+		// drain releases it once its messages left the stream).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := d.claims.Release(ctx, token); err != nil {
+			fmt.Fprintf(d.stderr, "sample drain: %v (kept)\n", oneLine(err.Error()))
+		}
+		cancel()
 	}
 	d.pending = d.pending[:0]
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,21 +10,34 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/onnxrl/sampler/scaleout"
 )
 
-// A drain commits each segment before it acknowledges the segment's messages, so that a
-// drain killed at any point, restarted, delivers every message to the files exactly once:
+// A drain commits each segment before it acknowledges the segment's messages, so that the
+// drains of one --durable, killed at any point and restarted or not, deliver every message to
+// the files exactly once:
 //
 //  1. the segment is written as NAME.partial, closed and synced;
-//  2. its message ids are appended to the journal, OUT.ids, under a line "# NAME", and the
-//     journal is synced: the segment is committed;
-//  3. NAME.partial is renamed to NAME (and the directory synced);
-//  4. the messages are acknowledged.
+//  2. its message ids are appended to the journal, OUT.ids, under a line "#p TOKEN NAME"
+//     (TOKEN: random, the segment's claim), and the journal is synced: the segment is
+//     prepared;
+//  3. the stream sequences of its messages are recorded on the server, in the claim
+//     DURABLE.TOKEN of the run's claim bucket (scaleout.Claims): the segment is committed.
+//     Only while the server's --ack-wait clock of every one of those messages, restarted
+//     before step 1, has surely not run out: none can have been delivered to another drain;
+//  4. NAME.partial is renamed to NAME (and the directory synced);
+//  5. the messages are acknowledged, then the claim is released.
 //
-// A restarted drain reads the journal: the ids in it are dropped when the server delivers
-// them again (killed between 2 and 4), a committed segment still under its .partial name is
-// renamed (killed between 2 and 3), and a .partial file the journal does not name is removed:
-// its messages were never acknowledged and come again (killed before 2).
+// A message the server delivers again (killed between 3 and 5) is dropped by any drain of the
+// durable, one that never saw this journal too: a drain asks the claims about every message
+// delivered more than once. A restarted drain reads the journal: a prepared segment still
+// under its .partial name is renamed when its claim exists (killed between 3 and 4) and
+// removed when it does not (killed before 3: its messages come again); a .partial file the
+// journal does not name is removed (killed before 2); the ids of the committed segments are
+// dropped when delivered again, and the claims of its segments whose messages have all left
+// the stream are released. Journals of drains before the claims name a committed segment
+// "# NAME".
 const (
 	partialSuffix = ".partial"
 	journalSuffix = ".ids"
@@ -37,32 +51,66 @@ type drainJournal struct {
 }
 
 // openDrainJournal reads the journal of out (if any) into seen, finishes or removes what a
-// killed drain left behind, and opens the journal for appending.
-func openDrainJournal(out string, seen *idSet, stderr io.Writer) (*drainJournal, error) {
+// killed drain left behind (claims decides about the segments it prepared), and opens the
+// journal for appending. owned are the tokens of the journal's committed segments whose
+// claims exist.
+func openDrainJournal(ctx context.Context, out string, seen *idSet, claims *scaleout.Claims, stderr io.Writer) (j *drainJournal, owned []string, err error) {
 	path := out + journalSuffix
-	committed := map[string]bool{}
+	type segment struct {
+		name, token string // token "": committed before the claims
+		ids         []string
+	}
+	var segs []segment
 	if f, err := os.Open(path); err == nil {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
-			if name, ok := strings.CutPrefix(line, "# "); ok {
-				committed[name] = true
-			} else if line != "" {
-				seen.add(line)
+			if rest, ok := strings.CutPrefix(line, "#p "); ok {
+				token, name, _ := strings.Cut(rest, " ")
+				segs = append(segs, segment{name: name, token: token})
+			} else if name, ok := strings.CutPrefix(line, "# "); ok {
+				segs = append(segs, segment{name: name})
+			} else if line != "" && len(segs) > 0 {
+				segs[len(segs)-1].ids = append(segs[len(segs)-1].ids, line)
 			}
 		}
 		err := sc.Err()
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read the drain journal %s: %w", path, err)
+			return nil, nil, fmt.Errorf("read the drain journal %s: %w", path, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return nil, nil, err
+	}
+	var claimed map[string]bool
+	for _, s := range segs {
+		if s.token != "" {
+			if claimed, err = claims.Tokens(ctx); err != nil {
+				return nil, nil, err
+			}
+			break
+		}
+	}
+	committed := map[string]bool{}
+	for _, s := range segs {
+		_, statErr := os.Stat(s.name)
+		// A prepared segment is committed when its claim exists; once renamed into place,
+		// also after its claim was released (its messages acknowledged).
+		if s.token != "" && !claimed[s.token] && statErr != nil {
+			continue
+		}
+		committed[s.name] = true
+		if s.token != "" && claimed[s.token] {
+			owned = append(owned, s.token)
+		}
+		for _, id := range s.ids {
+			seen.add(id)
+		}
 	}
 	partials, err := filepath.Glob(globEscape(out[:len(out)-len(filepath.Ext(out))]) + "*" + partialSuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, p := range partials {
 		name := strings.TrimSuffix(p, partialSuffix)
@@ -71,21 +119,21 @@ func openDrainJournal(out string, seen *idSet, stderr io.Writer) (*drainJournal,
 		}
 		if committed[name] {
 			if err := os.Rename(p, name); err != nil {
-				return nil, fmt.Errorf("finish the committed segment %s: %w", name, err)
+				return nil, nil, fmt.Errorf("finish the committed segment %s: %w", name, err)
 			}
 			fmt.Fprintf(stderr, "sample drain: %s was committed by a drain that stopped before renaming it: renamed\n", name)
 			continue
 		}
 		if err := os.Remove(p); err != nil {
-			return nil, fmt.Errorf("remove the uncommitted segment %s: %w", p, err)
+			return nil, nil, fmt.Errorf("remove the uncommitted segment %s: %w", p, err)
 		}
 		fmt.Fprintf(stderr, "sample drain: removed %s, left uncommitted by a drain that stopped (its messages come again)\n", p)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("open the drain journal: %w", err)
+		return nil, nil, fmt.Errorf("open the drain journal: %w", err)
 	}
-	return &drainJournal{f: f, path: path}, nil
+	return &drainJournal{f: f, path: path}, owned, nil
 }
 
 // isSegmentName reports whether name is out or one of its numbered segments.
@@ -111,9 +159,12 @@ func isSegmentName(out, name string) bool {
 	return true
 }
 
-// commit records the ids of segment name and syncs the journal (step 2).
-func (j *drainJournal) commit(name string, ids []string) error {
-	j.buf = append(j.buf[:0], "# "...)
+// prepare records the ids of segment name, to be claimed under token, and syncs the journal
+// (step 2).
+func (j *drainJournal) prepare(name, token string, ids []string) error {
+	j.buf = append(j.buf[:0], "#p "...)
+	j.buf = append(j.buf, token...)
+	j.buf = append(j.buf, ' ')
 	j.buf = append(j.buf, name...)
 	j.buf = append(j.buf, '\n')
 	for _, id := range ids {
@@ -155,8 +206,9 @@ func publishSegment(name string) error {
 	return d.Sync()
 }
 
-// crashPoint lets a test kill the drain at a step of the commit (SAMPLE_DRAIN_CRASH=journal:
-// after step 2, before the rename; =rename: after step 3, before the acknowledgements).
+// crashPoint lets a test kill the drain at a step of the commit (SAMPLE_DRAIN_CRASH=prepare:
+// after step 2, before the claim; =claim: after step 3, before the rename; =rename: after
+// step 4, before the acknowledgements).
 func crashPoint(step string) {
 	if os.Getenv("SAMPLE_TEST_MAIN") == "1" && os.Getenv("SAMPLE_DRAIN_CRASH") == step {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)

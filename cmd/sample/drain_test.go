@@ -145,11 +145,11 @@ func TestPublishPolicyAndStatus(t *testing.T) {
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
 // TestDrainKilledMidCommitExactlyOnce: a drain SIGKILLed after committing a segment but
-// before renaming it (journal), or after renaming it but before acknowledging its messages
+// before renaming it (claim), or after renaming it but before acknowledging its messages
 // (rename), is restarted: the server delivers those messages again, the new drain drops them
 // by their journaled ids (and finishes the rename), and the files hold every row exactly once.
 func TestDrainKilledMidCommitExactlyOnce(t *testing.T) {
-	for _, step := range []string{"journal", "rename"} {
+	for _, step := range []string{"claim", "rename"} {
 		t.Run(step, func(t *testing.T) {
 			b, err := scaleout.StartBroker(scaleout.BrokerOptions{StoreDir: t.TempDir()})
 			require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestDrainKilledMidCommitExactlyOnce(t *testing.T) {
 			require.Equal(t, 0, code, errs)
 			var d drainSummary
 			require.NoError(t, json.Unmarshal([]byte(stdout), &d), stdout)
-			if step == "journal" {
+			if step == "claim" {
 				require.Contains(t, errs, "was committed by a drain that stopped before renaming it")
 			}
 			require.Positive(t, d.Duplicates, "the killed drain's committed messages come again and are dropped")
