@@ -45,7 +45,10 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.work, "workdir", "", "directory for downloaded models (default: a temporary one)")
 	fs.StringVar(&f.ackLog, "ack-log", "", "append \"MSG-ID ROWS\" to this file for every message the stream acknowledged (an audit of what reached it)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (policy version, version lag, swap time, publish counters) at http://ADDR/metrics")
-	fs.DurationVar(&f.stopWait, "stop-wait", 10*time.Second, "after SIGINT/SIGTERM, how long the batches already sampled may take to reach the stream (a full one refuses them) before the worker gives up on them and exits")
+	// 3 s: a stop signal ends a worker within 5 s even when a full stream (one that never
+	// empties) refuses its batches (with 10 s it outlived docker stop's grace period); a stream
+	// with room takes the batches in milliseconds.
+	fs.DurationVar(&f.stopWait, "stop-wait", 3*time.Second, "after SIGINT/SIGTERM, how long the batches already sampled may take to reach the stream (a full one refuses them) before the worker gives up on them and exits")
 	fs.DurationVar(&f.poll, "poll", 2*time.Second, "also look for a new policy version this often (a watch can stall after a server restart)")
 	r := &f.run
 	fs.StringVar(&r.env, "env", "CartPole-v1", "registered environment name")
