@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 # Packages whose benchmarks `make bench` runs.
 BENCH_PKGS ?= ./...
 
-.PHONY: all build run test go-test pyarrow-venv native native-test native-tools nvrtc python-test python-deps nats-server vet race bench bench-ep onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
+.PHONY: all build run run-cartpole test go-test pyarrow-venv native native-test native-tools nvrtc python-test python-deps nats-server vet race bench bench-ep onnxruntime models ep-graphs check-ep-runtime fuzz soak clean
 
 all: build
 
@@ -17,8 +17,12 @@ onnxruntime:
 	bash scripts/install-onnxruntime.sh
 
 # The main job: the bundled CartPole-v1 policy, greedy, 100 episodes over 16 sub-environments,
-# ending in the summary table.
-run: onnxruntime build
+# ending in the summary table. `make run` and `make test` run their stages one by one, each
+# with a line when it starts and its elapsed time when it ends (scripts/stages.sh).
+run:
+	@MAKE='$(MAKE)' bash scripts/stages.sh onnxruntime build run-cartpole
+
+run-cartpole: onnxruntime build
 	./bin/sample run --env CartPole-v1 --num-envs 16 --episodes 100 --explore=false
 
 vet:
@@ -27,7 +31,9 @@ vet:
 # Everything: go vet, the Go tests with the race detector, the native build with CTest, and the
 # Python package's tests. The native build comes first: the Go tests of device "native" load
 # build/lib/libonnxrl_ep.so.
-test: docs-lint go-test native-test python-test
+test:
+	@MAKE='$(MAKE)' bash scripts/stages.sh docs-lint onnxruntime native-tools nvrtc native vet \
+		python-deps nats-server pyarrow-venv go-test native-test build python-venv python-test
 
 # The Python packages come first too: the NumPy reference sampler that sample bench --vs is
 # tested against (benchmarks/baselines/) needs NumPy.
