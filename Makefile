@@ -134,7 +134,9 @@ bench-ep: onnxruntime native
 
 # The load-and-fault suite of sample serve (cmd/sample/soak_test.go): 1,024 clients with 20%
 # abandoning episodes, hostile requests, 2,000 slow sockets, SIGTERM and SIGKILL under load, a
-# full disk (a tmpfs, as root). Traffic to 127.0.0.1 only; SOAK_DURATION of load per scenario.
+# full disk (a tmpfs, as root), a flood of idle connections; and of scale-out
+# (soak_scaleout_test.go): two drains, one SIGKILLed mid-commit round after round, and a worker
+# on a full stream stopped by SIGTERM. Traffic to 127.0.0.1 only; SOAK_DURATION per scenario.
 SOAK_DURATION ?= 60s
 soak: onnxruntime
 	SAMPLE_SOAK=1 SAMPLE_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 20m -run '^TestSoak' ./cmd/sample/
