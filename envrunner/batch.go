@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/spaces"
 )
@@ -78,6 +79,12 @@ type SampleBatch struct {
 	Advantages   []float32
 	ValueTargets []float32
 
+	// Infos is RLlib's infos column: the info the environment reported with each row's
+	// new_obs (the info after stepping), nil for a row without one. It is empty while no row
+	// of the batch has an info, so that environments that report none (most) cost nothing
+	// per row; files still have the column (null in Parquet, {} in JSON lines).
+	Infos []env.Info
+
 	// staleIDs is how many values of AgentID's storage may still hold ids that empty left
 	// there (see empty).
 	staleIDs int
@@ -108,6 +115,10 @@ func (b *SampleBatch) empty() {
 	}
 	b.SeqLens = b.SeqLens[:0]
 	b.Advantages, b.ValueTargets = b.Advantages[:0], b.ValueTargets[:0]
+	if len(b.Infos) > 0 {
+		clear(b.Infos) // the infos are the environment's: keep none alive
+		b.Infos = b.Infos[:0]
+	}
 }
 
 // dropStaleIDs clears the agent ids that empty left in AgentID's storage beyond its length,
@@ -218,6 +229,7 @@ func (b *SampleBatch) Validate() error {
 		check("vf_preds", len(b.VfPreds), n, true),
 		check("advantages", len(b.Advantages), n, true),
 		check("value_targets", len(b.ValueTargets), n, true),
+		check("infos", len(b.Infos), n, true),
 	}
 	for k, w := range b.StateWidths {
 		errs = append(errs, check(fmt.Sprintf("state_in_%d", k), len(b.StateIn[k]), n*w, false),

@@ -126,7 +126,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	slow := r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
-		if slow || a == nil || !a.fast || int(a.envID) != e || rs.Terminated || rs.Truncated || reset[e] {
+		if slow || a == nil || !a.fast || int(a.envID) != e || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
 			}

@@ -3,6 +3,7 @@ package envrunner
 import (
 	"math"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/internal/grow"
 	"github.com/onnxrl/sampler/internal/prefetch"
 )
@@ -124,6 +125,9 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 			b.SeqLens = append(b.SeqLens, int32(min(rem, r.maxSeq)))
 		}
 	}
+	if len(a.infos) > 0 || len(b.Infos) > 0 {
+		emitInfos(b, a, n)
+	}
 	if r.cfg.GAE != nil {
 		last := 0.0 // the value of o_n, which bootstraps the chunk unless it ends in a termination
 		if vf != nil && !terms[n-1] {
@@ -133,6 +137,21 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	}
 	b.Count += n
 	r.out.AgentSteps += n
+}
+
+// emitInfos appends the infos of the record's first n transitions to b.Infos, which is empty
+// while no row of the batch has an info (most batches), and one per row once one has.
+func emitInfos(b *SampleBatch, a *agentRec, n int) {
+	if len(b.Infos) < b.Count { // the batch's first info: the rows before it have none
+		b.Infos = append(b.Infos, make([]env.Info, b.Count-len(b.Infos))...)
+	}
+	infos := grow.N(&b.Infos, n)
+	clear(infos)
+	for _, ti := range a.infos {
+		if int(ti.i) < n {
+			infos[ti.i] = ti.info
+		}
+	}
 }
 
 // strided sets dst to n rows of w values: row i is src[i*stride:][:w].

@@ -257,8 +257,18 @@ type agentRec struct {
 	// fragment being built: the later ones came in the step that filled it (stepDone) and go
 	// to the next one.
 	cutAt int32
+	// infos are the infos that came with the new observations of the kept transitions, by
+	// transition (RLlib's infos column: the info after stepping), for the transitions that
+	// have one: most environments report none, and a transition without one costs nothing.
+	infos []transitionInfo
 
-	_ [44]byte // to a multiple of 64 bytes
+	_ [12]byte // to a multiple of 64 bytes
+}
+
+// transitionInfo is the info of a record's transition i (the one reported with o_{i+1}).
+type transitionInfo struct {
+	i    int32
+	info env.Info
 }
 
 // Flags of a record's last transition (agentRec.end).
@@ -354,6 +364,22 @@ func (a *agentRec) newRow() []float32 {
 func (a *agentRec) clearTrajectory() {
 	a.tr = a.tr[:0]
 	a.n, a.end = 0, 0
+	if len(a.infos) > 0 {
+		clear(a.infos)
+		a.infos = a.infos[:0]
+	}
+}
+
+// dropInfos drops the infos of the first k transitions and renumbers the rest.
+func (a *agentRec) dropInfos(k int) {
+	kept := a.infos[:0]
+	for _, ti := range a.infos {
+		if int(ti.i) >= k {
+			kept = append(kept, transitionInfo{ti.i - int32(k), ti.info})
+		}
+	}
+	clear(a.infos[len(kept):])
+	a.infos = kept
 }
 
 // keepLast drops the complete transitions 0..n-1, keeping the last observation row (and its
@@ -365,6 +391,9 @@ func (a *agentRec) keepLast() {
 // dropFirst drops the first k complete transitions (0 <= k <= n): their rows go, and row k
 // becomes row 0. With k == n the last observation row is kept, as keepLast says.
 func (a *agentRec) dropFirst(k int) {
+	if len(a.infos) > 0 {
+		a.dropInfos(k)
+	}
 	if k < a.n {
 		s := a.pol.lay.stride
 		n := copy(a.tr, a.tr[k*s:])

@@ -147,6 +147,9 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 			l := &p.lay
 			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
 			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
+			if info != nil {
+				a.infos = append(a.infos, transitionInfo{int32(a.n), info})
+			}
 			a.n++
 		}
 	}

@@ -104,3 +104,103 @@ func TestRandomPolicyActionLogpIsUniform(t *testing.T) {
 		})
 	}
 }
+
+// TestInfosColumn: a batch's infos are RLlib's, the info reported with each row's new_obs
+// (SingleAgentEpisode's infos[1:]: the info after stepping), nil for rows without one; a
+// batch whose environment reported none has no infos at all (nothing per row).
+func TestInfosColumn(t *testing.T) {
+	agents := []env.AgentID{"a", "b"}
+	for _, mode := range []string{envrunner.TruncateEpisodes, envrunner.CompleteEpisodes} {
+		t.Run(mode, func(t *testing.T) {
+			se := newScriptedEnv(2, 7, agents...)
+			se.skip = func(t, k int) bool { return k == 1 && t%2 == 1 }
+			se.info = func(e, ep, t, k int) env.Info {
+				if (t+k)%3 != 0 {
+					return nil
+				}
+				return env.Info{"e": e, "ep": ep, "t": t, "k": k}
+			}
+			r := newRunner(t, envrunner.Config{Env: se, NumEnvs: 2, Policies: scriptedPolicies("p"),
+				PolicyMapping: func(env.AgentID, *envrunner.Episode) envrunner.PolicyID { return "p" },
+				FragmentLength: 4, BatchMode: mode})
+			withInfo := 0
+			for _, m := range sampleBatches(t, r, 6) {
+				b := m.PolicyBatches["p"]
+				require.NoError(t, b.Validate())
+				require.Len(t, b.Infos, b.Count, "rows with infos in every fragment")
+				for i := range b.Count {
+					o := envrunner.Row(b.NewObs, b.ObsWidth, i) // the observation the info came with
+					e, ep, tt, k := int(o[0]), int(o[1]), int(o[2]), int(o[3])
+					if b.Terminateds[i] && k == 1 && tt%2 == 1 {
+						// b's made-up final row (its last observation repeated): no info came.
+						assert.Nil(t, b.Infos[i], "row %d", i)
+						continue
+					}
+					if (tt+k)%3 != 0 {
+						assert.Nil(t, b.Infos[i], "row %d", i)
+						continue
+					}
+					withInfo++
+					assert.Equal(t, env.Info{"e": e, "ep": ep, "t": tt, "k": k}, b.Infos[i], "row %d", i)
+				}
+			}
+			assert.Positive(t, withInfo)
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		r := newRunner(t, envrunner.Config{Env: newScriptedEnv(2, 5), NumEnvs: 2, Policies: scriptedPolicies(envrunner.DefaultPolicyID), FragmentLength: 4})
+		for _, m := range sampleBatches(t, r, 3) {
+			assert.Empty(t, m.PolicyBatches[envrunner.DefaultPolicyID].Infos)
+		}
+	})
+}
+
+// informing is an Env that reports an info with every third step's observation.
+type informing struct {
+	env.Env
+	steps int
+}
+
+func (e *informing) Step(action, obs []float32) (env.StepResult, error) {
+	r, err := e.Env.Step(action, obs)
+	if e.steps++; e.steps%3 == 0 {
+		r.Info = env.Info{"step": e.steps}
+	}
+	return r, err
+}
+
+// TestInfosColumnColumnar: under the columnar protocol a row with an info leaves the fast
+// path, and the batches equal the row protocol's, infos included.
+func TestInfosColumnColumnar(t *testing.T) {
+	run := func(hide bool) []*envrunner.MultiAgentBatch {
+		v, err := env.NewVectorEnv(func(int) (env.Env, error) {
+			e, err := env.Make("CartPole-v1", env.Config{"max_episode_steps": 11})
+			return &informing{Env: e.Env()}, err
+		}, 3)
+		require.NoError(t, err)
+		var be env.BaseEnv
+		be, err = env.NewVectorBaseEnv(v, env.BaseEnvOptions{Seed: env.WithSeed(5)})
+		require.NoError(t, err)
+		if hide {
+			be = hidden{be}
+		} else {
+			_, ok := be.(env.Columnar)
+			require.True(t, ok)
+		}
+		r := newRunner(t, envrunner.Config{Env: be, NumEnvs: 3, FragmentLength: 5, Seed: 2, Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{
+			envrunner.DefaultPolicyID: {Random: true, ObservationSpace: spaces.NewBox(-1e9, 1e9, 4), ActionSpace: &spaces.Discrete{N: 2}}}})
+		return sampleBatches(t, r, 6)
+	}
+	cols, rows := run(false), run(true)
+	infos := 0
+	for k := range cols {
+		b := cols[k].PolicyBatches[envrunner.DefaultPolicyID]
+		require.Equal(t, rows[k].PolicyBatches[envrunner.DefaultPolicyID], b, "fragment %d", k)
+		for _, info := range b.Infos {
+			if info != nil {
+				infos++
+			}
+		}
+	}
+	assert.Positive(t, infos)
+}

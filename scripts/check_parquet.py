@@ -6,7 +6,8 @@
 For each file: every page's CRC-32 is verified (pyarrow's page_checksum_verification: a
 byte flipped in a page fails the read) and the sampler's checksums key is there; the columns RLlib's offline data API reads are there with the types the
 sampler documents (vector columns fixed-size lists of float32, rewards float32, flags bool,
-ids integers, module_id string), no column has nulls, the optional columns have a row each,
+ids integers, module_id string), no column but infos has nulls (infos: each row's info as a
+JSON object, null for a row without one), the optional columns have a row each,
 and the key-value metadata says where the samples come from (spaces, sampler version, seed).
 The row groups' row counts must add up to the rows read. With --rows N the files together
 must hold N rows. Files named *.partial (left incomplete by a writer that was killed or
@@ -38,7 +39,9 @@ REQUIRED = {
     "agent_index": pa.int32(),
     "module_id": pa.string(),
     "t": pa.int32(),
+    "infos": pa.string(),
 }
+NULLABLE = {"infos"}
 OPTIONAL = {
     "action_dist_inputs": "vector",
     "action_logp": pa.float32(),
@@ -99,8 +102,11 @@ def check(path):
         check_type(name, "vector", schema.field(name).type)
     for name in schema.names:
         col = table.column(name)
-        if col.null_count:
+        if col.null_count and name not in NULLABLE:
             raise ValueError(f"column {name!r} has {col.null_count} nulls")
+    for i, info in enumerate(table.column("infos").to_pylist()):
+        if info is not None and not isinstance(json.loads(info), dict):
+            raise ValueError(f"infos row {i} is not a JSON object: {info!r}")
     if states and sum(table.column("seq_lens").to_pylist()) != table.num_rows:
         raise ValueError("seq_lens do not add up to the rows")
     widths = {n: schema.field(n).type.list_size for n in schema.names

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/spaces"
 )
@@ -75,6 +76,39 @@ func TestBuildToBatch(t *testing.T) {
 		assert.Equal(t, "v", func() string { v, _ := rec.Schema().Metadata().GetValue("k"); return v }())
 		back, err := ToBatch(rec, m.EnvSteps)
 		require.NoError(t, err)
+		requireSame(t, m, back)
+		rec.Release()
+	}
+}
+
+// TestInfosColumn: the infos column holds each row's info as a JSON object and null for a
+// row without one, and reads back; a record of batches without infos has a column of nulls,
+// and the same Builder builds both in turn.
+func TestInfosColumn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	with := lstmBatch(rng, 6)
+	with.Infos = make([]env.Info, 6)
+	with.Infos[1] = env.Info{"a": int64(1), "s": "x"}
+	with.Infos[4] = env.Info{"nested": map[string]any{"f": 0.5, "l": []any{true, nil}}}
+	var bd Builder
+	for i, m := range []*envrunner.MultiAgentBatch{
+		multi(map[string]*envrunner.SampleBatch{"a": with, "b": lstmBatch(rng, 3)}),
+		multi(map[string]*envrunner.SampleBatch{"a": lstmBatch(rng, 5)}),
+		multi(map[string]*envrunner.SampleBatch{"a": with}),
+	} {
+		rec, ok, err := bd.Build(m, nil)
+		require.NoError(t, err)
+		require.True(t, ok)
+		col := rec.Column(rec.Schema().FieldIndices(ColInfos)[0]).(*array.String)
+		if i == 1 {
+			assert.Equal(t, 5, col.NullN(), "no infos: every row null")
+		} else {
+			assert.Equal(t, int(rec.NumRows())-2, col.NullN())
+			assert.Equal(t, `{"a":1,"s":"x"}`, col.Value(1))
+			assert.Equal(t, `{"nested":{"f":0.5,"l":[true,null]}}`, col.Value(4))
+		}
+		back, err := ToBatch(rec, m.EnvSteps)
+		require.NoError(t, err, "record %d", i)
 		requireSame(t, m, back)
 		rec.Release()
 	}

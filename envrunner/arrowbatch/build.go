@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/internal/infojson"
 )
 
 // Builder builds records from MultiAgentBatches, reusing its buffers from one record to the
@@ -37,7 +38,11 @@ type Builder struct {
 	agentData []byte
 	seqLens   []int32
 	actInts   []int64
-	zeros     []int32 // the offsets of empty lists
+	zeros     []int32 // the offsets of empty lists (and of an infos column of nulls)
+	nulls     []byte  // a validity bitmap of nulls, never written to
+	infoOff   []int32
+	infoData  []byte
+	infoBits  []byte
 	cols      []arrow.Array
 }
 
@@ -106,6 +111,7 @@ func (bd *Builder) Build(m *envrunner.MultiAgentBatch, meta map[string]string) (
 	add(i32(func(b *envrunner.SampleBatch) []int32 { return b.AgentIndex }))
 	bd.cols = append(bd.cols, bd.moduleIDs(batches, n))
 	add(i32(func(b *envrunner.SampleBatch) []int32 { return b.T }))
+	bd.cols = append(bd.cols, bd.infos(batches, n))
 	if l.DistWidth > 0 {
 		add(f32(func(b *envrunner.SampleBatch) []float32 { return b.ActionDistInputs }))
 	}
@@ -243,6 +249,52 @@ func (bd *Builder) agentIDs(batches []*envrunner.SampleBatch, n int) arrow.Array
 		}
 	}
 	return stringArray(n, bd.agentOff, bd.agentData)
+}
+
+// infos builds the infos column: each row's info as a JSON object (infojson), null for a row
+// without one. Batches without infos (most) give a column of nulls over buffers of zeros kept
+// from one record to the next: nothing is written per row.
+func (bd *Builder) infos(batches []*envrunner.SampleBatch, n int) arrow.Array {
+	has := false
+	for _, b := range batches {
+		has = has || len(b.Infos) > 0
+	}
+	bitmap := (n + 7) / 8
+	if !has {
+		if len(bd.zeros) < n+1 {
+			bd.zeros = make([]int32, n+1)
+		}
+		if len(bd.nulls) < bitmap {
+			bd.nulls = make([]byte, bitmap)
+		}
+		return nullableStrings(n, n, bd.nulls[:bitmap], bd.zeros[:n+1], nil)
+	}
+	bd.infoOff = append(bd.infoOff[:0], 0)
+	bd.infoData = bd.infoData[:0]
+	bd.infoBits = append(bd.infoBits[:0], make([]byte, bitmap)...)
+	r, nulls := 0, 0
+	for _, b := range batches {
+		for i := range b.Count {
+			if len(b.Infos) > 0 && b.Infos[i] != nil {
+				bd.infoData = infojson.Append(bd.infoData, b.Infos[i])
+				bd.infoBits[r>>3] |= 1 << (r & 7)
+			} else {
+				nulls++
+			}
+			bd.infoOff = append(bd.infoOff, int32(len(bd.infoData)))
+			r++
+		}
+	}
+	return nullableStrings(n, nulls, bd.infoBits, bd.infoOff, bd.infoData)
+}
+
+// nullableStrings is a string array of n values, nulls of them null (validity bitmap bits),
+// over off and data, without a copy.
+func nullableStrings(n, nulls int, bits []byte, off []int32, data []byte) arrow.Array {
+	d := array.NewData(arrow.BinaryTypes.String, n, []*memory.Buffer{memory.NewBufferBytes(bits),
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(off)), memory.NewBufferBytes(data)}, nil, nulls, 0)
+	defer d.Release()
+	return array.MakeFromData(d)
 }
 
 // stringArray is a string array of n values over off (n+1 offsets) and data, without a

@@ -19,6 +19,8 @@
 //	agent_index             int32 (the agent's index in its episode, RLlib's agent_index)
 //	module_id               string (the policy)
 //	t                       int32 (the episode's env step at which the agent observed)
+//	infos                   string, nullable: each row's info (reported with its new_obs)
+//	                        as a JSON object, null for a row without one
 //	action_dist_inputs      fixed_size_list<float32>[dist width]   optional
 //	action_logp, vf_preds   float32                                optional
 //	state_in_K, state_out_K fixed_size_list<float32>[state width]  one pair per RNN state
@@ -26,7 +28,7 @@
 //	                        other rows (present with the state columns)
 //	advantages, value_targets float32                              optional
 //
-// No column has nulls. The rows of one MultiAgentBatch are its policies' rows one policy after
+// No column but infos has nulls. The rows of one MultiAgentBatch are its policies' rows one policy after
 // the other, in sorted order of the policy ids; every policy must have the same Layout.
 //
 // # Usage

@@ -135,6 +135,7 @@ const (
 	ColAgentIndex       = "agent_index"
 	ColModuleID         = "module_id"
 	ColT                = "t"
+	ColInfos            = "infos"
 	ColActionDistInputs = "action_dist_inputs"
 	ColActionLogp       = "action_logp"
 	ColVfPreds          = "vf_preds"
@@ -183,6 +184,9 @@ func Schema(l Layout, meta map[string]string) *arrow.Schema {
 		{Name: ColAgentIndex, Type: i32},
 		{Name: ColModuleID, Type: arrow.BinaryTypes.String},
 		{Name: ColT, Type: i32},
+		// Each row's info as a JSON object, null for a row without one: the one column with
+		// nulls.
+		{Name: ColInfos, Type: arrow.BinaryTypes.String, Nullable: true},
 	}
 	if l.DistWidth > 0 {
 		fields = append(fields, arrow.Field{Name: ColActionDistInputs, Type: floatRows(l.DistWidth)})

@@ -5,7 +5,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/internal/infojson"
 	"github.com/onnxrl/sampler/spaces"
 )
 
@@ -218,6 +220,9 @@ func (r *reader) batch(sel []int) (*envrunner.SampleBatch, error) {
 	if b.T, err = r.int32s(ColT, sel); err != nil {
 		return nil, err
 	}
+	if b.Infos, err = r.infos(sel); err != nil {
+		return nil, err
+	}
 	var w int
 	var ok bool
 	if b.ActionDistInputs, w, ok, err = r.floats(ColActionDistInputs, false, sel); err != nil {
@@ -323,6 +328,39 @@ func StandInSpace(actions []float32, width int, flat bool) spaces.Space {
 		nvec[j] = max(nvec[j], int64(v)+1)
 	}
 	return &spaces.MultiDiscrete{Nvec: nvec}
+}
+
+// infos reads the infos column (absent in files written before it): nil where a row's is
+// null or {}, and no column at all when every selected row's is.
+func (r *reader) infos(sel []int) ([]env.Info, error) {
+	idx := r.rec.Schema().FieldIndices(ColInfos)
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	c, ok := r.rec.Column(idx[0]).(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("column %q is %s, want string", ColInfos, r.rec.Column(idx[0]).DataType())
+	}
+	if c.NullN() == c.Len() {
+		return nil, nil
+	}
+	var out []env.Info
+	for j, i := range sel {
+		if c.IsNull(i) {
+			continue
+		}
+		info, err := infojson.Decode([]byte(c.Value(i)))
+		if err != nil {
+			return nil, fmt.Errorf("column %q, row %d: %w", ColInfos, i, err)
+		}
+		if info != nil {
+			if out == nil {
+				out = make([]env.Info, len(sel))
+			}
+			out[j] = info
+		}
+	}
+	return out, nil
 }
 
 // agents reads agent_id (strings) and agent_index. Files written before agent_id held the

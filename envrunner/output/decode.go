@@ -6,8 +6,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/arrowbatch"
+	"github.com/onnxrl/sampler/internal/infojson"
 	"github.com/onnxrl/sampler/internal/jsonscan"
 	"github.com/onnxrl/sampler/spaces"
 )
@@ -143,6 +145,7 @@ const (
 	kindInt32s         // flat int32
 	kindActions        // flat or rows, integers or floats
 	kindStrings        // flat strings
+	kindInfos          // objects (infos)
 )
 
 var columnKinds = map[string]int{
@@ -157,6 +160,7 @@ var columnKinds = map[string]int{
 	"agent_index":        kindInt32s,
 	"agent_id":           kindStrings,
 	"t":                  kindInt32s,
+	"infos":              kindInfos,
 	"action_dist_inputs": kindRows,
 	"action_logp":        kindFloats,
 	"vf_preds":           kindFloats,
@@ -169,7 +173,7 @@ var requiredColumns = [...]string{"obs", "new_obs", "actions", "rewards", "termi
 	"truncateds", "eps_id", "env_id", "agent_index", "t"}
 
 // optionalColumns are the optional columns of one value per row (seq_lens has one per sequence).
-var optionalColumns = [...]string{"agent_id", "action_dist_inputs", "action_logp", "vf_preds",
+var optionalColumns = [...]string{"agent_id", "infos", "action_dist_inputs", "action_logp", "vf_preds",
 	"advantages", "value_targets"}
 
 // maxStates bounds the k of state_in_k / state_out_k.
@@ -183,7 +187,8 @@ type column struct {
 	i     []int64
 	b     []bool
 	s     []string
-	ints  bool // actions: every value is an integer (see Decode)
+	infos []env.Info // nil where a row's info is {}; nil altogether when every row's is
+	ints  bool       // actions: every value is an integer (see Decode)
 }
 
 // parts holds the columns of one sample batch as they are read.
@@ -296,6 +301,9 @@ func (p *parts) build() (*envrunner.SampleBatch, error) {
 		b.AgentID = c.s
 	}
 	b.T = int32s(p.cols["t"].i)
+	if c := p.cols["infos"]; c != nil && c.infos != nil {
+		b.Infos = c.infos
+	}
 	if c := p.cols["action_dist_inputs"]; c != nil && c.rows > 0 {
 		b.ActionDistInputs, b.DistWidth = c.f, c.width
 	}
@@ -488,6 +496,19 @@ func (d *decoder) column(kind int) (*column, error) {
 			return err
 		})
 		c.rows = len(c.s)
+		return c, err
+	case kindInfos:
+		err := d.list(func() error {
+			info, err := infojson.Read(&d.Scanner)
+			if info != nil && c.infos == nil {
+				c.infos = make([]env.Info, c.rows, c.rows+1) // the rows before had none
+			}
+			if c.infos != nil {
+				c.infos = append(c.infos, info)
+			}
+			c.rows++
+			return err
+		})
 		return c, err
 	case kindInt64s, kindInt32s:
 		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)

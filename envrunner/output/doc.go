@@ -29,7 +29,7 @@
 // Each line is one JSON object, columns uncompressed. A batch of the single default policy is
 // a SampleBatch:
 //
-//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"agent_id":["agent0"],"t":[0]}
+//	{"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"agent_id":["agent0"],"t":[0],"infos":[{}]}
 //
 // anything else a MultiAgentBatch whose "count" is the number of environment steps:
 //
@@ -37,7 +37,8 @@
 //
 // Columns come in a fixed order (obs, new_obs, actions, rewards, terminateds, truncateds,
 // eps_id, env_id, agent_index, agent_id (the agent id the environment gave; left out by files
-// written before it was recorded), t, action_dist_inputs, action_logp, vf_preds, state_in_k,
+// written before it was recorded), t, infos (RLlib's: each row's info, reported with its
+// new_obs, as an object; {} for a row without one), action_dist_inputs, action_logp, vf_preds, state_in_k,
 // state_out_k, seq_lens, advantages, value_targets), the optional ones only when the batch has
 // them. Vector columns are lists of rows. Actions of Discrete spaces are a flat list of
 // integers, of MultiDiscrete and MultiBinary spaces rows of integers, of other spaces rows of

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/internal/infojson"
 	"github.com/onnxrl/sampler/internal/jsonappend"
 	"github.com/onnxrl/sampler/spaces"
 )
@@ -58,7 +59,7 @@ func AppendJSON(dst []byte, m *envrunner.MultiAgentBatch) []byte {
 // own); without it, it is the form used inside "policy_batches".
 //
 // Columns come in a fixed order: obs, new_obs, actions, rewards, terminateds, truncateds,
-// eps_id, env_id, agent_index, agent_id (when recorded), t, then action_dist_inputs, action_logp, vf_preds,
+// eps_id, env_id, agent_index, agent_id (when recorded), t, infos, then action_dist_inputs, action_logp, vf_preds,
 // state_in_0.., state_out_0.., seq_lens, advantages, value_targets, where the optional ones
 // are left out when empty. It panics when the columns do not match b.Count and the widths.
 func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) []byte {
@@ -98,6 +99,7 @@ func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) 
 		dst = append(dst, ']')
 	}
 	dst = appendInt32s(dst, `,"t":`, b.T)
+	dst = appendInfos(dst, b)
 	if len(b.ActionDistInputs) > 0 {
 		dst = appendRows(dst, `,"action_dist_inputs":`, b.ActionDistInputs, n, b.DistWidth)
 	}
@@ -158,6 +160,7 @@ func checkLayout(b *envrunner.SampleBatch) error {
 		{"agent_index", len(b.AgentIndex), 1, false},
 		{"agent_id", len(b.AgentID), 1, true},
 		{"t", len(b.T), 1, false},
+		{"infos", len(b.Infos), 1, true},
 		{"action_dist_inputs", len(b.ActionDistInputs), b.DistWidth, true},
 		{"action_logp", len(b.ActionLogp), 1, true},
 		{"vf_preds", len(b.VfPreds), 1, true},
@@ -188,6 +191,28 @@ func checkLayout(b *envrunner.SampleBatch) error {
 		}
 	}
 	return nil
+}
+
+// appendInfos writes the infos column, RLlib's per-row infos: {} for every row of a batch
+// without infos (a few bytes a row, no allocation), else each row's info as an object.
+func appendInfos(dst []byte, b *envrunner.SampleBatch) []byte {
+	dst = append(dst, `,"infos":[`...)
+	if len(b.Infos) == 0 {
+		for i := range b.Count {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '{', '}')
+		}
+		return append(dst, ']')
+	}
+	for i, info := range b.Infos {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = infojson.Append(dst, info)
+	}
+	return append(dst, ']')
 }
 
 // appendRows writes key and n rows of width w of the flat column col as a list of lists.

@@ -45,12 +45,12 @@ func withActions(b *envrunner.SampleBatch, space spaces.Space, width int, a ...f
 // the required columns of base(2, 2) after obs/new_obs, and after actions
 const (
 	obs22  = `"obs":[[0.0,0.25],[0.5,0.75]],"new_obs":[[0.25,0.5],[0.75,1.0]]`
-	rest2  = `"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]`
+	rest2  = `"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"infos":[{},{}]`
 	obs11  = `"obs":[[0.0]],"new_obs":[[0.25]]`
-	rest1  = `"rewards":[1.0],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]`
-	rest3  = `"rewards":[1.0,1.0,1.0],"terminateds":[false,false,true],"truncateds":[false,false,false],"eps_id":[7,7,7],"env_id":[0,0,0],"agent_index":[0,0,0],"t":[0,1,2]`
+	rest1  = `"rewards":[1.0],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0],"infos":[{}]`
+	rest3  = `"rewards":[1.0,1.0,1.0],"terminateds":[false,false,true],"truncateds":[false,false,false],"eps_id":[7,7,7],"env_id":[0,0,0],"agent_index":[0,0,0],"t":[0,1,2],"infos":[{},{},{}]`
 	obs31  = `"obs":[[0.0],[0.25],[0.5]],"new_obs":[[0.25],[0.5],[0.75]]`
-	noRows = `"obs":[],"new_obs":[],"actions":[],"rewards":[],"terminateds":[],"truncateds":[],"eps_id":[],"env_id":[],"agent_index":[],"t":[]`
+	noRows = `"obs":[],"new_obs":[],"actions":[],"rewards":[],"terminateds":[],"truncateds":[],"eps_id":[],"env_id":[],"agent_index":[],"t":[],"infos":[]`
 )
 
 func TestAppendJSON(t *testing.T) {
@@ -93,20 +93,20 @@ func TestAppendJSON(t *testing.T) {
 		want string
 	}{
 		{"discrete with model columns", single(cartPole),
-			`{"type":"SampleBatch",` + obs22 + `,"actions":[1,0],"rewards":[1.0,0.5],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[42,-9223372036854775808],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"action_dist_inputs":[[0.1,-0.6931472],[1e-07,3e+38]],"action_logp":[-0.6931472,-0.1],"vf_preds":[10.5,-3.0]}`},
+			`{"type":"SampleBatch",` + obs22 + `,"actions":[1,0],"rewards":[1.0,0.5],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[42,-9223372036854775808],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"infos":[{},{}],"action_dist_inputs":[[0.1,-0.6931472],[1e-07,3e+38]],"action_logp":[-0.6931472,-0.1],"vf_preds":[10.5,-3.0]}`},
 		{"rnn state and seq_lens", single(rnn),
 			`{"type":"SampleBatch",` + obs31 + `,"actions":[-1,1,0],` + rest3 + `,"state_in_0":[[0.0,0.0],[0.5,-0.5],[0.0,0.0]],"state_in_1":[[0.0],[1.0],[0.0]],"state_out_0":[[0.5,-0.5],[0.25,0.125],[1.0,1.0]],"state_out_1":[[1.0],[2.0],[3.0]],"seq_lens":[2,1]}`},
 		{"box actions and gae", single(gae),
 			`{"type":"SampleBatch",` + obs22 + `,"actions":[[0.5],[-1.0]],` + rest2 + `,"vf_preds":[2.0,1.0],"advantages":[-1.5,0.25],"value_targets":[0.5,1.25]}`},
 		{"nan inf and number forms", single(special),
-			`{"type":"SampleBatch","obs":[[NaN,Infinity,-Infinity,-0.0,1e+06,999999.0,1.6777216e+07,1e-45,3.4028235e+38]],"new_obs":[[-999999.0,0.33333334,1e+21,123456.5,2.5e-05,-1e+06,1.0,-1.0,0.0]],"actions":[[]],"rewards":[NaN],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0]}`},
+			`{"type":"SampleBatch","obs":[[NaN,Infinity,-Infinity,-0.0,1e+06,999999.0,1.6777216e+07,1e-45,3.4028235e+38]],"new_obs":[[-999999.0,0.33333334,1e+21,123456.5,2.5e-05,-1e+06,1.0,-1.0,0.0]],"actions":[[]],"rewards":[NaN],"terminateds":[true],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"t":[0],"infos":[{}]}`},
 		{"discrete actions that are not integers", single(badDiscrete),
 			`{"type":"SampleBatch",` + obs22 + `,"actions":[2.5,NaN],` + rest2 + `}`},
 		{"discrete actions beyond float32 integers", single(bigDiscrete),
 			`{"type":"SampleBatch",` + obs22 + `,"actions":[999999986991104,1e+20],` + rest2 + `}`},
 		{"two policies", &envrunner.MultiAgentBatch{EnvSteps: 2, PolicyBatches: map[string]*envrunner.SampleBatch{
 			"b": b, "a": a, "empty": {}, envrunner.DefaultPolicyID: {},
-		}}, `{"type":"MultiAgentBatch","count":2,"policy_batches":{"a":{"obs":[[0.0],[0.25]],"new_obs":[[0.25],[0.5]],"actions":[[2,1],[0,1]],"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1]},` +
+		}}, `{"type":"MultiAgentBatch","count":2,"policy_batches":{"a":{"obs":[[0.0],[0.25]],"new_obs":[[0.25],[0.5]],"actions":[[2,1],[0,1]],"rewards":[1.0,1.0],"terminateds":[false,true],"truncateds":[false,false],"eps_id":[7,7],"env_id":[0,0],"agent_index":[0,0],"t":[0,1],"infos":[{},{}]},` +
 			`"b":{` + obs11 + `,"actions":[[0.5,-1.0]],` + rest1 + `}}}`},
 		{"multibinary under an escaped id", &envrunner.MultiAgentBatch{EnvSteps: 1, PolicyBatches: map[string]*envrunner.SampleBatch{
 			"p\"\\\n\r\t\x01é\u2028\u2029\xff/<": mb,
@@ -296,7 +296,7 @@ func checkFloatRows(t *testing.T, name string, got any, want []float32, n, w int
 // keyRank is the position of a key in the documented order.
 func keyRank(key string) (int, bool) {
 	fixed := []string{"type", "count", "policy_batches", "obs", "new_obs", "actions", "rewards",
-		"terminateds", "truncateds", "eps_id", "env_id", "agent_index", "agent_id", "t", "action_dist_inputs",
+		"terminateds", "truncateds", "eps_id", "env_id", "agent_index", "agent_id", "t", "infos", "action_dist_inputs",
 		"action_logp", "vf_preds"}
 	if i := slices.Index(fixed, key); i >= 0 {
 		return i, true
@@ -341,6 +341,13 @@ func walkKeyOrder(dec *json.Decoder, policyIDs bool) error {
 				last = r
 			}
 			prev = key
+			if key == "infos" { // the environment's objects: their keys are sorted, not ranked
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := walkKeyOrder(dec, key == "policy_batches"); err != nil {
 				return err
 			}

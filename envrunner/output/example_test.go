@@ -37,7 +37,7 @@ func ExampleAppendJSON() {
 	buf = output.AppendJSON(buf[:0], oneStep())
 	fmt.Println(string(buf))
 	// Output:
-	// {"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"agent_id":["agent0"],"t":[0]}
+	// {"type":"SampleBatch","obs":[[0.1,-0.2,0.03,0.0]],"new_obs":[[0.1,-0.4,0.03,0.3]],"actions":[1],"rewards":[1.0],"terminateds":[false],"truncateds":[false],"eps_id":[7],"env_id":[0],"agent_index":[0],"agent_id":["agent0"],"t":[0],"infos":[{}]}
 }
 
 func ExampleDecode() {
@@ -92,7 +92,7 @@ func ExampleWriter() {
 		fmt.Println(filepath.Base(name), lines)
 	}
 	// Output:
-	// {Lines:3 Rows:3 Bytes:690 Files:2}
+	// {Lines:3 Rows:3 Bytes:729 Files:2}
 	// x.jsonl 2
 	// x-000001.jsonl 1
 }

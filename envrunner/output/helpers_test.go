@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/spaces"
 )
@@ -150,10 +151,33 @@ func randomBatch(rng *rand.Rand, n int) *envrunner.SampleBatch {
 		b.Advantages = randomFloats(rng, n)
 		b.ValueTargets = randomFloats(rng, n)
 	}
+	b.Infos = randomInfos(rng, n)
 	if err := b.Validate(); err != nil {
 		panic(err)
 	}
 	return b
+}
+
+// randomInfos returns nil (most batches), or n infos of which some are nil, with values that
+// read back as they are (int64, float64, strings that need escaping, nested lists and maps).
+func randomInfos(rng *rand.Rand, n int) []env.Info {
+	if rng.IntN(3) != 0 {
+		return nil
+	}
+	infos := make([]env.Info, n)
+	some := false
+	for i := range infos {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		some = true
+		infos[i] = env.Info{"step": int64(rng.IntN(1000)), "x": float64(rng.IntN(100)) + 0.5,
+			`k"ey\`: "é\n\"", "nested": map[string]any{"l": []any{true, nil, "s", int64(-3)}}}
+	}
+	if !some {
+		return nil
+	}
+	return infos
 }
 
 // randomMulti returns a MultiAgentBatch of one to three policies; with one policy the id is
@@ -259,6 +283,9 @@ func diffBatch(want, got *envrunner.SampleBatch, exact bool) string {
 		if d != "" {
 			return d
 		}
+	}
+	if !reflect.DeepEqual(want.Infos, got.Infos) {
+		return fmt.Sprintf("infos = %v, want %v", got.Infos, want.Infos)
 	}
 	for k := range want.StateWidths {
 		if d := diffFloats(fmt.Sprintf("state_in_%d", k), want.StateIn[k], got.StateIn[k], exact); d != "" {

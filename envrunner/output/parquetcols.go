@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/arrowbatch"
+	"github.com/onnxrl/sampler/internal/infojson"
 )
 
 // columnWriter writes the columns of a row group, in the order of arrowbatch.Schema, from the
@@ -21,6 +22,10 @@ type columnWriter struct {
 	int32s  []int32
 	modules []parquet.ByteArray
 	agents  []parquet.ByteArray
+	// The infos column: definition levels (0: null), reused; nullDefs stays all zeros.
+	infoDefs, nullDefs []int16
+	infoVals           []parquet.ByteArray
+	infoData           []byte
 }
 
 // listLevels are the levels of rows of one width w of a required list of required values
@@ -155,6 +160,57 @@ func (c *columnWriter) actions(rgw file.SerialRowGroupWriter, l arrowbatch.Layou
 	return nil
 }
 
+// infos writes the infos column, an optional string per row: each row's info as a JSON
+// object, null for a row without one. A batch without infos is its rows' definition levels
+// of 0 from a buffer of zeros kept from one row group to the next (Parquet encodes the run
+// in a few bytes): nothing per row.
+func (c *columnWriter) infos(rgw file.SerialRowGroupWriter, batches []*envrunner.SampleBatch) error {
+	cw, err := rgw.NextColumn()
+	if err != nil {
+		return err
+	}
+	d := cw.Descr()
+	if d.MaxDefinitionLevel() != 1 || d.MaxRepetitionLevel() != 0 {
+		return fmt.Errorf("column %s has levels (%d, %d), want (1, 0)", d.Path(), d.MaxDefinitionLevel(), d.MaxRepetitionLevel())
+	}
+	bw, ok := cw.(*file.ByteArrayColumnChunkWriter)
+	if !ok {
+		return fmt.Errorf("column %s has physical type %s, want a byte array", d.Path(), d.PhysicalType())
+	}
+	for _, b := range batches {
+		if len(b.Infos) == 0 {
+			if len(c.nullDefs) < b.Count {
+				c.nullDefs = make([]int16, b.Count)
+			}
+			if _, err := bw.WriteBatch(nil, c.nullDefs[:b.Count], nil); err != nil {
+				return err
+			}
+			continue
+		}
+		c.infoDefs, c.infoVals, c.infoData = c.infoDefs[:0], c.infoVals[:0], c.infoData[:0]
+		var ends []int
+		for _, info := range b.Infos[:b.Count] {
+			if info == nil {
+				c.infoDefs = append(c.infoDefs, 0)
+				continue
+			}
+			c.infoDefs = append(c.infoDefs, 1)
+			c.infoData = infojson.Append(c.infoData, info)
+			ends = append(ends, len(c.infoData))
+		}
+		start := 0
+		for _, e := range ends { // slices of the final buffer (appending may have moved it)
+			c.infoVals = append(c.infoVals, c.infoData[start:e])
+			start = e
+		}
+		if _, err := bw.WriteBatch(c.infoVals, c.infoDefs, nil); err != nil {
+			return err
+		}
+	}
+	clear(c.infoVals)
+	return nil
+}
+
 // writeRowGroup writes the rows of batches (policies ids, in that order) as the columns of
 // rgw; they must have layout l, which is the file's.
 func (c *columnWriter) writeRowGroup(rgw file.SerialRowGroupWriter, l arrowbatch.Layout, ids []string, batches []*envrunner.SampleBatch) error {
@@ -226,6 +282,9 @@ func (c *columnWriter) writeRowGroup(rgw file.SerialRowGroupWriter, l arrowbatch
 		}
 	}
 	if err := c.int32Col(rgw, batches, func(b *sb) []int32 { return b.T }); err != nil {
+		return err
+	}
+	if err := c.infos(rgw, batches); err != nil {
 		return err
 	}
 	if l.DistWidth > 0 {
