@@ -121,7 +121,7 @@ func TestInfosColumn(t *testing.T) {
 				return env.Info{"e": e, "ep": ep, "t": t, "k": k}
 			}
 			r := newRunner(t, envrunner.Config{Env: se, NumEnvs: 2, Policies: scriptedPolicies("p"),
-				PolicyMapping: func(env.AgentID, *envrunner.Episode) envrunner.PolicyID { return "p" },
+				PolicyMapping:  func(env.AgentID, *envrunner.Episode) envrunner.PolicyID { return "p" },
 				FragmentLength: 4, BatchMode: mode})
 			withInfo := 0
 			for _, m := range sampleBatches(t, r, 6) {
