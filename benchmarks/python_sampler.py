@@ -9,8 +9,8 @@ env steps/s of each, and the ratio "Python Sampler / sample run steps/s, above 1
 Both sides sample the same batches (same env, policy, seed, fragment length, workers: the
 batches are equal, as python/tests/test_sampler.py checks) and keep none: `sample run` without
 --out counts each batch and gives it back; the Python loop reads each batch's dict of views and
-its rewards' length. `sample run`'s figure is its --json summary's steps_per_sec (the run loop,
-without process start and model load); the Python figure times the sample() calls from the
+its rewards' length. `sample run`'s figure is its --json summary's
+num_env_steps_sampled_lifetime_throughput (the run loop, without process start and model load); the Python figure times the sample() calls from the
 first, after the Sampler is open (model load likewise outside). Not part of `make test`. Needs
 libonnxrl_sampler.so (`make native`, or ONNXRL_SAMPLER_LIBRARY) and bin/sample (`make build`).
 """
@@ -35,7 +35,7 @@ def run_cli(sample: str, env: str, model: str, n: int, workers: int, fragment: i
     p = subprocess.run([sample, "run", "--env", env, "--model", model, "--num-envs", str(n), "--workers", str(workers),
                         "--fragment-length", str(fragment), "--steps", str(steps), "--seed", str(seed), "--json",
                         "--progress=false"], cwd=REPO, capture_output=True, text=True, check=True)
-    return float(json.loads(p.stdout.strip().splitlines()[-1])["steps_per_sec"])
+    return float(json.loads(p.stdout.strip().splitlines()[-1])["num_env_steps_sampled_lifetime_throughput"])
 
 
 def run_python(env: str, model: str, n: int, workers: int, fragment: int, steps: int, seed: int) -> float:

@@ -462,16 +462,17 @@ func (s *sampler) metrics() (*C.char, int, error) {
 	return s.metricsBuf, len(b), nil
 }
 
-// samplerMetrics is onnxrl_sampler_metrics' JSON.
+// samplerMetrics is onnxrl_sampler_metrics' JSON, under RLlib's new API stack names
+// (envrunner.NewAPIStackMetrics; docs/metrics.md).
 type samplerMetrics struct {
-	EnvSteps       int64 `json:"env_steps"`
-	AgentSteps     int64 `json:"agent_steps"`
-	Episodes       int64 `json:"episodes"`
-	FaultyEpisodes int64 `json:"num_faulty_episodes"`
+	EnvSteps       int64 `json:"num_env_steps_sampled_lifetime"`
+	AgentSteps     int64 `json:"num_agent_steps_sampled_lifetime"`
+	Episodes       int64 `json:"num_episodes_lifetime"`
+	FaultyEpisodes int64 `json:"num_env_step_failures"`
 	Batches        int64 `json:"batches"`
 	// The episodes that ended since the last call (faulty ones left out); the others are
 	// null without one.
-	NewEpisodes       int64               `json:"new_episodes"`
+	NewEpisodes       int64               `json:"num_episodes"`
 	EpisodeReturnMean *float64            `json:"episode_return_mean"`
 	EpisodeReturnMin  *float64            `json:"episode_return_min"`
 	EpisodeReturnMax  *float64            `json:"episode_return_max"`

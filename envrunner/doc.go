@@ -117,7 +117,25 @@
 // too seldom;
 // Counters the totals (env and agent steps, episodes, faulty episodes); PerfStats the mean (or, with PerfEMA, moving average) milliseconds per step of
 // raw observation processing, inference, action processing, env wait and env render, as
-// RLlib's sampler perf stats. The runner warns once when one agent buffers more than
-// max(1000, 10*FragmentLength) observations, and once when the environment steps over 1000
-// times without reporting any agent.
+// RLlib's sampler perf stats (resets count as raw observation processing, not env wait). The
+// runner warns once when one agent buffers more than max(1000, 10*FragmentLength)
+// observations, and once when the environment steps over 1000 times without reporting any
+// agent.
+//
+// Every summary built on these (sample run --json, the C API's and Python's metrics, sample
+// worker's Prometheus metrics) names them as RLlib's new API stack does (docs/metrics.md):
+//
+//	name                                       meaning
+//	num_env_steps_sampled_lifetime             Counters.EnvSteps
+//	num_agent_steps_sampled_lifetime           Counters.AgentSteps
+//	num_episodes_lifetime                      Counters.Episodes (faulty ones not counted)
+//	num_episodes                               episodes ended since the last report
+//	num_env_step_failures                      Counters.FaultyEpisodes
+//	episode_return_mean, _min, _max            RolloutMetrics.EpisodeReturn over the episodes
+//	episode_len_mean                           RolloutMetrics.EpisodeLength over the episodes
+//	num_env_steps_sampled_lifetime_throughput  env steps per second of wall time
+//
+// and perf{mean_*_ms} are PerfStats (RLlib's sampler perf stats; the new stack's closest
+// timers are env_step_timer, env_to_module_connector with env_reset_timer,
+// rlmodule_inference_timer and module_to_env_connector).
 package envrunner

@@ -5,14 +5,15 @@ import (
 	"sync/atomic"
 )
 
-// Counters are a runner's running totals.
+// Counters are a runner's running totals, under RLlib's new API stack names in JSON (see
+// NumEnvStepsSampledLifetime).
 type Counters struct {
-	EnvSteps   int64 `json:"env_steps"`
-	AgentSteps int64 `json:"agent_steps"`
+	EnvSteps   int64 `json:"num_env_steps_sampled_lifetime"`
+	AgentSteps int64 `json:"num_agent_steps_sampled_lifetime"`
 	// Episodes counts the episodes that ended; FaultyEpisodes those dropped because their
 	// sub-environment failed.
-	Episodes       int64 `json:"episodes"`
-	FaultyEpisodes int64 `json:"num_faulty_episodes"`
+	Episodes       int64 `json:"num_episodes_lifetime"`
+	FaultyEpisodes int64 `json:"num_env_step_failures"`
 	// Steps counts the runner's steps (poll, act, send).
 	Steps int64 `json:"steps"`
 	// MetricsDropped counts the episodes whose metrics were dropped, the oldest first, because

@@ -25,7 +25,8 @@ while getopts "r:s:b:c:" o; do
 done
 . "$(dirname "$0")/bench_common.sh"
 
-# one BIN NAME [--out FILE]: runs sample run, prints "steps_per_sec bytes"
+# one BIN NAME [--out FILE]: runs sample run, prints "env-steps/s bytes" (the summary's
+# num_env_steps_sampled_lifetime_throughput; steps_per_sec in binaries from before issue 36)
 one() {
 	local bin=$1 name=$2
 	shift 2
@@ -33,7 +34,7 @@ one() {
 	local sps
 	sps=$(cd "$root" && "${nice[@]}" "$bin" run --env CartPole-v1 --num-envs 256 --workers 1 --explore=true \
 		--steps "$steps" --max-file-size 0 --json "$@" |
-		sed -n 's/.*"steps_per_sec":\([0-9.e+]*\).*/\1/p')
+		sed -n 's/.*"\(num_env_steps_sampled_lifetime_throughput\|steps_per_sec\)":\([0-9.e+]*\).*/\2/p')
 	local bytes
 	bytes=$(du -cb "$tmp/out" | tail -1 | cut -f1)
 	echo "$sps $bytes"

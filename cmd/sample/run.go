@@ -240,7 +240,9 @@ func buildRun(f *runFlags) (*runSetup, error) {
 		model: r.Model, policy: r.Policy, group: r.Group, cleanup: []func(){func() { r.Close() }}}, nil
 }
 
-// runSummary is the JSON summary of sample run (DESIGN.md's CLI contract).
+// runSummary is the JSON summary of sample run (DESIGN.md's CLI contract), its counters and
+// episode metrics under RLlib's new API stack names (envrunner.NewAPIStackMetrics; the
+// table of every key is docs/metrics.md).
 type runSummary struct {
 	Env               string              `json:"env"`
 	Model             string              `json:"model"`
@@ -248,16 +250,16 @@ type runSummary struct {
 	Workers           int                 `json:"workers"`
 	Explore           bool                `json:"explore"`
 	Seed              uint64              `json:"seed"`
-	EnvSteps          int64               `json:"env_steps"`
-	AgentSteps        int64               `json:"agent_steps"`
-	Episodes          int64               `json:"episodes"`
-	FaultyEpisodes    int64               `json:"num_faulty_episodes"`
+	EnvSteps          int64               `json:"num_env_steps_sampled_lifetime"`
+	AgentSteps        int64               `json:"num_agent_steps_sampled_lifetime"`
+	Episodes          int64               `json:"num_episodes_lifetime"`
+	FaultyEpisodes    int64               `json:"num_env_step_failures"`
 	EpisodeReturnMean float64             `json:"episode_return_mean"`
 	EpisodeReturnMin  float64             `json:"episode_return_min"`
 	EpisodeReturnMax  float64             `json:"episode_return_max"`
 	EpisodeLenMean    float64             `json:"episode_len_mean"`
 	Seconds           float64             `json:"seconds"`
-	StepsPerSec       float64             `json:"steps_per_sec"`
+	StepsPerSec       float64             `json:"num_env_steps_sampled_lifetime_throughput"`
 	Perf              envrunner.PerfStats `json:"perf"`
 	Out               []string            `json:"out,omitempty"`
 	Batches           int64               `json:"batches"`

@@ -79,8 +79,9 @@ func TestRunSummary(t *testing.T) {
 	require.Equal(t, 0, code)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &raw))
-	for _, k := range []string{"env_steps", "agent_steps", "episodes", "episode_return_mean", "episode_return_min",
-		"episode_return_max", "episode_len_mean", "steps_per_sec", "perf"} {
+	for _, k := range []string{"num_env_steps_sampled_lifetime", "num_agent_steps_sampled_lifetime", "num_episodes_lifetime",
+		"episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean",
+		"num_env_steps_sampled_lifetime_throughput", "perf"} {
 		assert.Contains(t, raw, k)
 	}
 	for _, k := range []string{"mean_env_wait_ms", "mean_raw_obs_processing_ms", "mean_inference_ms", "mean_action_processing_ms"} {

@@ -98,7 +98,7 @@ func TestWorkerPolicyRollout(t *testing.T) {
 	require.NotNil(t, ret, metrics)
 	require.NotNil(t, length, metrics)
 	require.Equal(t, ret[1], length[1], metrics)
-	require.Regexp(t, `(?m)^sample_worker_episodes_total [0-9]+$`, metrics)
+	require.Regexp(t, `(?m)^sample_worker_num_episodes_lifetime [0-9]+$`, metrics)
 	swap := regexp.MustCompile(`(?m)^sample_worker_policy_swap_seconds (\S+)$`).FindStringSubmatch(metrics)
 	require.NotNil(t, swap, metrics)
 	secs, err := strconv.ParseFloat(swap[1], 64)
@@ -288,7 +288,7 @@ func TestWorkerEpisodeWindow(t *testing.T) {
 	m.ended(ms)
 	var b strings.Builder
 	m.write(&b, scaleout.PublisherStats{})
-	for _, want := range []string{"sample_worker_episodes_total 250\n", "sample_worker_episodes_faulty_total 5\n",
+	for _, want := range []string{"sample_worker_num_episodes_lifetime 250\n", "sample_worker_num_env_step_failures 5\n",
 		"sample_worker_episode_return_mean 199.5\n", "sample_worker_episode_len_mean 399\n"} {
 		require.Contains(t, b.String(), want)
 	}

@@ -352,10 +352,11 @@ int onnxrl_sampler_columns(const onnxrl_sampler *s, int64_t policy, const onnxrl
 int onnxrl_sampler_export_arrow(onnxrl_sampler *s, struct ArrowArray *array,
                                 struct ArrowSchema *schema);
 
-/* Metrics as JSON: {"env_steps", "agent_steps", "episodes", "num_faulty_episodes",
-   "batches", "new_episodes", "episode_return_mean", "episode_return_min",
-   "episode_return_max", "episode_len_mean" (over the episodes that ended since the last
-   call; null without one), "perf": {"mean_env_wait_ms", "mean_raw_obs_processing_ms",
+/* Metrics as JSON, under RLlib's new API stack names (docs/metrics.md):
+   {"num_env_steps_sampled_lifetime", "num_agent_steps_sampled_lifetime",
+   "num_episodes_lifetime", "num_env_step_failures", "batches", "num_episodes",
+   "episode_return_mean", "episode_return_min", "episode_return_max", "episode_len_mean"
+   (over the episodes that ended since the last call; null without one), "perf": {"mean_env_wait_ms", "mean_raw_obs_processing_ms",
    "mean_inference_ms", "mean_action_processing_ms", ...}}. *json is owned by the sampler,
    valid until the next metrics call or close. */
 int onnxrl_sampler_metrics(onnxrl_sampler *s, const char **json, size_t *len);

@@ -253,9 +253,11 @@ class Sampler:
         return pa.RecordBatch._import_from_c(ctypes.addressof(arr), ctypes.addressof(sch))
 
     def metrics(self) -> dict[str, Any]:
-        """Counters (env_steps, agent_steps, episodes, num_faulty_episodes, batches), the
-        episodes that ended since the last call (new_episodes, episode_return_mean/min/max,
-        episode_len_mean: None without one) and the mean step times (perf)."""
+        """Counters (num_env_steps_sampled_lifetime, num_agent_steps_sampled_lifetime,
+        num_episodes_lifetime, num_env_step_failures, batches), the episodes that ended since
+        the last call (num_episodes, episode_return_mean/min/max, episode_len_mean: None
+        without one) and the mean step times (perf): RLlib's new API stack names
+        (docs/metrics.md)."""
         h = self._handle()
         p, n = ctypes.c_char_p(), ctypes.c_size_t()
         _lib.check(self._lib.onnxrl_sampler_metrics(h, ctypes.byref(p), ctypes.byref(n)))

@@ -105,10 +105,10 @@ def test_iterator_metrics_close(lib: object) -> None:
     rows = [b["rewards"].shape[0] for b in itertools.islice(s, 5)]
     assert rows == [200] * 5
     m = s.metrics()
-    assert m["env_steps"] == 1000 and m["batches"] == 5 and m["new_episodes"] > 0
+    assert m["num_env_steps_sampled_lifetime"] == 1000 and m["batches"] == 5 and m["num_episodes"] > 0
     assert 5 < m["episode_return_mean"] < 100 and m["episode_len_mean"] == m["episode_return_mean"]
     assert set(m["perf"]) >= {"mean_env_wait_ms", "mean_inference_ms", "mean_raw_obs_processing_ms"}
-    assert s.metrics()["new_episodes"] == 0 and s.metrics()["episode_return_mean"] is None
+    assert s.metrics()["num_episodes"] == 0 and s.metrics()["episode_return_mean"] is None
     s.close()
     s.close()
     assert s.closed

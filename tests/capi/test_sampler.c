@@ -134,7 +134,7 @@ static void test_sample(void) {
     CHECK(STATUS(onnxrl_sampler_columns(s, 0, NULL, &n, &rows)) == ONNXRL_ERR_INVALID_ARGUMENT);
     const char *m = NULL;
     CHECK_OK(onnxrl_sampler_metrics(s, &m, &len));
-    CHECK(m != NULL && strstr(m, "\"env_steps\":90") != NULL && strstr(m, "\"batches\":3") != NULL);
+    CHECK(m != NULL && strstr(m, "\"num_env_steps_sampled_lifetime\":90") != NULL && strstr(m, "\"batches\":3") != NULL);
     CHECK_OK(onnxrl_sampler_close(s));
     CHECK(STATUS(onnxrl_sampler_close(s)) == ONNXRL_ERR_STATE);
     CHECK(STATUS(onnxrl_sampler_sample(s, NULL, NULL)) == ONNXRL_ERR_STATE);
