@@ -204,3 +204,18 @@ func TestInfosColumnColumnar(t *testing.T) {
 	}
 	assert.Positive(t, infos)
 }
+
+// TestRunIDSeparatesEpisodeIDs: runners with the same seed and another RunID number their
+// episodes differently (runspec's TestEpsIDUniqueAcrossRuns checks the ids it derives);
+// the same RunID gives the same ids; RandomRunID differs from call to call.
+func TestRunIDSeparatesEpisodeIDs(t *testing.T) {
+	first := func(id uint64) int64 {
+		r := newRunner(t, envrunner.Config{Env: newScriptedEnv(1, 3), Policies: scriptedPolicies(envrunner.DefaultPolicyID),
+			FragmentLength: 2, Seed: 7, RunID: id})
+		return sampleBatches(t, r, 1)[0].PolicyBatches[envrunner.DefaultPolicyID].EpsID[0]
+	}
+	assert.Equal(t, first(1), first(1))
+	assert.NotEqual(t, first(1), first(2))
+	assert.NotEqual(t, first(0), first(1))
+	assert.NotEqual(t, envrunner.RandomRunID(), envrunner.RandomRunID())
+}
