@@ -11,8 +11,10 @@
 //
 // The files without cgo hold the library's logic and are tested in Go: status.go (errors to
 // status codes), handles.go (the handle table), options.go (the options JSON), policy.go
-// (batch inference, over server.PolicyActor), env.go and episodes.go (the episode API over
-// externalenv.ExternalEnv, an envrunner.Runner and an output.Writer). exports.go holds the
+// (batch inference, over server.PolicyActor), env.go (the episode API over
+// externalenv.ExternalEnv, an envrunner.Runner and an output.Writer: ExternalEnv finds each
+// episode by the id bytes C passes, and ends the running ones at close with TruncateAll; the
+// C API keeps no table of its own). exports.go holds the
 // exported functions: each converts its C arguments, calls into those, recovers any panic
 // into ONNXRL_ERR_INTERNAL, and sets the thread's message. errors.c holds what needs no Go:
 // the thread's last error, onnxrl_abi_version and onnxrl_status_name. The sampler

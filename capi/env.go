@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/envrunner"
@@ -25,7 +26,6 @@ type cenv struct {
 	runner   *envrunner.Runner
 	sampler  *server.Sampler
 	writer   *output.Writer // nil without "out"
-	episodes *episodeTable
 	obsSize  int
 	actSize  int
 	loopDone chan struct{} // closed by close: the run loop returns, and the sampler ends
@@ -61,7 +61,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	if err != nil {
 		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
-	e := &cenv{ext: ext, episodes: newEpisodeTable(), loopDone: make(chan struct{}), failed: make(chan struct{}),
+	e := &cenv{ext: ext, loopDone: make(chan struct{}), failed: make(chan struct{}),
 		obsSize: p.Spec.ObservationSpace.Size(), actSize: p.Spec.ActionSpace.Size(), raiseProcs: o.RaiseGOMAXPROCS}
 	defer func() {
 		if err != nil {
@@ -153,23 +153,20 @@ func (e *cenv) enter() error {
 	return nil
 }
 
-// record returns the record of running episode id, or an error saying why there is none.
-func (e *cenv) record(id []byte) (*episodeRec, error) {
+// maxIDLen is the longest episode id, in bytes.
+const maxIDLen = 1024
+
+// idOf checks episode id, given as bytes from C, and returns it as a string over the same
+// bytes, without a copy: valid for the call only. ExternalEnv finds episodes by their id and
+// keeps no id it is given, except StartEpisode's (start passes a copy).
+func idOf(id []byte) (string, error) {
 	if len(id) == 0 {
-		return nil, withStatus(statusInvalidArgument, errors.New("onnxrl: empty episode id"))
+		return "", withStatus(statusInvalidArgument, errors.New("onnxrl: empty episode id"))
 	}
 	if len(id) > maxIDLen {
-		return nil, withStatus(statusLimit, fmt.Errorf("onnxrl: episode id of more than %d bytes", maxIDLen))
+		return "", withStatus(statusLimit, fmt.Errorf("onnxrl: episode id of more than %d bytes", maxIDLen))
 	}
-	if r := e.episodes.get(id); r != nil {
-		return r, nil
-	}
-	// Not running: ExternalEnv tells an ended id from an unknown one.
-	err := e.ext.LogReturns(string(id), 0, nil)
-	if err == nil {
-		err = fmt.Errorf("%w: %q (it was starting)", externalenv.ErrEpisodeNotFound, id)
-	}
-	return nil, e.why(err)
+	return unsafe.String(&id[0], len(id)), nil
 }
 
 // start starts an episode (id nil: a new UUID) and returns its id.
@@ -191,22 +188,21 @@ func (e *cenv) start(id []byte, training bool) (string, error) {
 	if err != nil {
 		return "", e.why(err)
 	}
-	e.episodes.add(&episodeRec{id: got})
 	return got, nil
 }
 
-// withEpisode runs f, a call on running episode id, while the env is open; f's error goes
-// through why.
-func (e *cenv) withEpisode(id []byte, f func(r *episodeRec) error) error {
+// withEpisode runs f, a call on episode id, while the env is open; f's error goes through
+// why (ExternalEnv tells an ended id from an unknown one).
+func (e *cenv) withEpisode(id []byte, f func(id string) error) error {
 	if err := e.enter(); err != nil {
 		return err
 	}
 	defer e.calls.RUnlock()
-	r, err := e.record(id)
+	s, err := idOf(id)
 	if err != nil {
 		return err
 	}
-	return e.why(f(r))
+	return e.why(f(s))
 }
 
 // getAction reports obs for episode id and waits for its action, written to act.
@@ -215,21 +211,19 @@ func (e *cenv) getAction(id []byte, obs, act []float32) error {
 		waitIn()
 		defer waitOut()
 	}
-	return e.withEpisode(id, func(r *episodeRec) error {
-		a, err := e.ext.GetAction(context.Background(), r.id, obs)
+	return e.withEpisode(id, func(id string) error {
+		a, err := e.ext.GetAction(context.Background(), id, obs)
 		if err != nil {
 			return err
 		}
-		r.note(obs)
 		copy(act, a)
 		return nil
 	})
 }
 
-// batchScratch holds the ids and records of a getActions call.
+// batchScratch holds the ids of a getActions call (strings over the caller's bytes).
 type batchScratch struct {
-	ids  []string
-	recs []*episodeRec
+	ids []string
 }
 
 var batchScratchPool = sync.Pool{New: func() any { return &batchScratch{} }}
@@ -247,25 +241,20 @@ func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
 	defer e.calls.RUnlock()
 	sc := batchScratchPool.Get().(*batchScratch)
 	defer func() {
-		clear(sc.ids)
-		clear(sc.recs)
+		clear(sc.ids) // the strings point into the caller's memory
 		batchScratchPool.Put(sc)
 	}()
-	sc.ids, sc.recs = sc.ids[:0], sc.recs[:0]
+	sc.ids = sc.ids[:0]
 	var stop error
 	for i, id := range ids {
-		r, err := e.record(id)
+		s, err := idOf(id)
 		if err != nil {
 			stop = fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
 			break
 		}
-		sc.ids, sc.recs = append(sc.ids, r.id), append(sc.recs, r)
+		sc.ids = append(sc.ids, s)
 	}
-	got, err := e.ext.GetActions(context.Background(), sc.ids, obs[:len(sc.ids)*e.obsSize], acts[:0])
-	for i := range len(got) / e.actSize {
-		sc.recs[i].note(obs[i*e.obsSize : (i+1)*e.obsSize])
-	}
-	if err != nil {
+	if _, err := e.ext.GetActions(context.Background(), sc.ids, obs[:len(sc.ids)*e.obsSize], acts[:0]); err != nil {
 		return e.why(err)
 	}
 	return stop
@@ -273,13 +262,7 @@ func (e *cenv) getActions(ids [][]byte, obs, acts []float32) error {
 
 // logAction reports obs with the action the simulator took.
 func (e *cenv) logAction(id []byte, obs, act []float32) error {
-	return e.withEpisode(id, func(r *episodeRec) error {
-		if err := e.ext.LogAction(r.id, obs, act); err != nil {
-			return err
-		}
-		r.note(obs)
-		return nil
-	})
+	return e.withEpisode(id, func(id string) error { return e.ext.LogAction(id, obs, act) })
 }
 
 // logReturns adds reward to the episode's current step. A reward, or a step's sum of
@@ -289,7 +272,7 @@ func (e *cenv) logReturns(id []byte, reward float64) error {
 	if err := externalenv.CheckReward(reward, ""); err != nil {
 		return err
 	}
-	return e.withEpisode(id, func(r *episodeRec) error { return e.ext.LogReturns(r.id, reward, nil) })
+	return e.withEpisode(id, func(id string) error { return e.ext.LogReturns(id, reward, nil) })
 }
 
 // logReturnsBatch is logReturns for len(ids) episodes, in order, under one entry: when
@@ -305,9 +288,9 @@ func (e *cenv) logReturnsBatch(ids [][]byte, rewards []float64) error {
 	}
 	defer e.calls.RUnlock()
 	for i, id := range ids {
-		r, err := e.record(id)
+		s, err := idOf(id)
 		if err == nil {
-			err = e.why(e.ext.LogReturns(r.id, rewards[i], nil))
+			err = e.why(e.ext.LogReturns(s, rewards[i], nil))
 		}
 		if err != nil {
 			return fmt.Errorf("episode %d of %d: %w", i, len(ids), err)
@@ -318,35 +301,24 @@ func (e *cenv) logReturnsBatch(ids [][]byte, rewards []float64) error {
 
 // end ends the episode with its final observation, terminated or truncated.
 func (e *cenv) end(id []byte, obs []float32, truncated bool) error {
-	return e.withEpisode(id, func(r *episodeRec) error {
-		var err error
+	return e.withEpisode(id, func(id string) error {
 		if truncated {
-			err = e.ext.EndEpisodeTruncated(r.id, obs)
-		} else {
-			err = e.ext.EndEpisode(r.id, obs)
+			return e.ext.EndEpisodeTruncated(id, obs)
 		}
-		if err == nil {
-			e.episodes.remove(r.id)
-		}
-		return err
+		return e.ext.EndEpisode(id, obs)
 	})
 }
 
-// close waits for the calls in flight, ends the running episodes truncated (those that
-// reported an observation: the others have nothing to record), lets the sampler record
-// everything and closes the file.
+// close waits for the calls in flight, ends the running episodes truncated with their last
+// observations (ExternalEnv's TruncateAll: those that never observed have nothing to record),
+// lets the sampler record everything and closes the file.
 func (e *cenv) close() error {
 	e.calls.Lock()
 	e.closed = true
 	e.calls.Unlock()
 	var errs []error
-	for _, r := range e.episodes.all() {
-		if !r.seen {
-			continue
-		}
-		if err := e.ext.EndEpisodeTruncated(r.id, r.last); err != nil && !errors.Is(err, externalenv.ErrStopped) {
-			errs = append(errs, fmt.Errorf("onnxrl: end episode %q: %w", r.id, err))
-		}
+	if _, err := e.ext.TruncateAll(); err != nil && !errors.Is(err, externalenv.ErrStopped) {
+		errs = append(errs, fmt.Errorf("onnxrl: ending the running episodes: %w", err))
 	}
 	close(e.loopDone)
 	samplerErr := e.sampler.Wait()
