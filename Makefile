@@ -120,21 +120,6 @@ python-venv: python-deps
 wheel: onnxruntime native
 	$(PYTHON) -m pip wheel --no-deps --no-index -w dist --config-settings build-dir=$(abspath $(BUILD_DIR)) ./python
 
-# The Python tests against the installed wheel: a fresh virtual environment under the build folder
-# (NumPy, pytest and torch from the system's site-packages), the wheel installed with --no-index,
-# python/tests run with ONNXRL_TEST_INSTALLED=1 (conftest.py: the package from the venv, not the
-# source tree) and none of our variables set; the tests that can only check the source tree skip
-# saying why, test_installed.py checks where the package and its libraries came from.
-WHEEL_TEST_VENV ?= $(BUILD_DIR)/wheel-test-venv
-.PHONY: wheel-test
-wheel-test: python-deps wheel build
-	rm -rf $(WHEEL_TEST_VENV)
-	$(PYTHON) -m venv --system-site-packages $(WHEEL_TEST_VENV)
-	$(WHEEL_TEST_VENV)/bin/python -m pip install -q --no-index "$$(ls -t dist/onnxrl_sampler-*.whl | head -n1)"
-	env -u ONNXRL_SAMPLER_LIBRARY -u ONNXRUNTIME_SHARED_LIBRARY_PATH -u ONNXRL_EP_LIBRARY -u ONNXRL_BUILD_DIR \
-		-u LD_LIBRARY_PATH -u PYTHONPATH ONNXRL_TEST_INSTALLED=1 \
-		$(WHEEL_TEST_VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
-
 # Debian's python3-numpy, python3-pytest (and python3-torch), when missing.
 python-deps:
 	@missing=""; \
