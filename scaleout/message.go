@@ -36,15 +36,19 @@ func (e *partEncoder) recycle(b []byte) {
 	}
 }
 
-// buffer is an empty buffer, with room for size bytes where that is known (size > 0).
-func (e *partEncoder) buffer(size int) []byte {
+// buffer is an empty buffer: one given back when it has room for need bytes (the part's
+// expected size), else a new one of alloc bytes (the expected size with room to spare). A
+// buffer given back is not refused for want of the spare room: the guess grows a little when
+// a batch is split into more parts (each carries the schema), and the buffers of the batch
+// before must still do.
+func (e *partEncoder) buffer(need, alloc int) []byte {
 	var b []byte
 	if n := len(e.free); n > 0 {
 		b = e.free[n-1]
 		e.free = e.free[:n-1]
 	}
-	if cap(b) < size {
-		b = make([]byte, 0, size)
+	if cap(b) < need {
+		b = make([]byte, 0, max(need, alloc))
 	}
 	return b
 }
@@ -93,9 +97,10 @@ func (e *partEncoder) tryParts(rec arrow.RecordBatch, n, envSteps int) ([]part, 
 		if n > 1 {
 			slice = rec.NewSlice(int64(lo), int64(hi))
 		}
-		// The guess of the size leaves room for the schema and for rows longer than the last
-		// batch's.
-		buf := bytes.NewBuffer(e.buffer(int(e.perRow*float64(hi-lo)*1.1) + 64<<10))
+		// The guess of the size; a new buffer leaves room for the schema and for rows longer
+		// than the last batch's.
+		need := int(e.perRow * float64(hi-lo))
+		buf := bytes.NewBuffer(e.buffer(need, need+need/10+64<<10))
 		w := ipc.NewWriter(buf, ipc.WithSchema(rec.Schema()), ipc.WithLZ4())
 		err := w.Write(slice)
 		if err == nil {
