@@ -69,11 +69,15 @@ type SampleBatch struct {
 	// RNN state columns (empty for a model without state): the state going into the step
 	// that chose the row's action, the state coming out of it, and the length of each
 	// sequence (a chunk of one agent episode, at most MaxSeqLen rows). StateIn has a row per
-	// row of the batch, not RLlib's one per sequence (see the package documentation);
-	// SequenceStateIn gives RLlib's.
+	// row of the batch (see the package documentation; SequenceStateIn gives RLlib's rows),
+	// or, with StatePerSequence, RLlib's one per sequence.
 	StateIn  [][]float32
 	StateOut [][]float32
 	SeqLens  []int32
+	// StatePerSequence: StateIn holds one row per sequence (per SeqLens entry), the state
+	// going into the sequence's first row, as RLlib's view requirement keeps it
+	// (Config.StatePerSequence); false: one per row.
+	StatePerSequence bool
 
 	// Postprocessing (GAE) columns, empty unless the runner computes them.
 	Advantages   []float32
@@ -194,6 +198,9 @@ func Row(col []float32, w, i int) []float32 { return col[i*w : (i+1)*w] }
 // keeps the state going into a sequence only, batch_repeat_value = max_seq_len).
 func (b *SampleBatch) SequenceStateIn(k int, dst []float32) []float32 {
 	w := b.StateWidths[k]
+	if b.StatePerSequence {
+		return append(dst, b.StateIn[k]...)
+	}
 	i := 0
 	for _, l := range b.SeqLens {
 		dst = append(dst, b.StateIn[k][i*w:(i+1)*w]...)
@@ -231,8 +238,12 @@ func (b *SampleBatch) Validate() error {
 		check("value_targets", len(b.ValueTargets), n, true),
 		check("infos", len(b.Infos), n, true),
 	}
+	inRows := n
+	if b.StatePerSequence {
+		inRows = len(b.SeqLens)
+	}
 	for k, w := range b.StateWidths {
-		errs = append(errs, check(fmt.Sprintf("state_in_%d", k), len(b.StateIn[k]), n*w, false),
+		errs = append(errs, check(fmt.Sprintf("state_in_%d", k), len(b.StateIn[k]), inRows*w, false),
 			check(fmt.Sprintf("state_out_%d", k), len(b.StateOut[k]), n*w, false))
 	}
 	for _, err := range errs {

@@ -71,14 +71,15 @@
 // observation when the chunk does not end with a termination). Episodes of a failed
 // sub-environment (faulty) and episodes with training disabled leave nothing in the batches.
 //
-// One deliberate difference from RLlib: state_in_N has a row per row of the batch, where
-// RLlib's view requirement keeps only the state going into each sequence (one row per
-// seq_lens entry). Every column of a batch then has one row per step, which the per-row
-// formats need (the Parquet and Arrow tables of envrunner/output and arrowbatch, readers
-// that take a JSON batch row by row), and the state of any step stays at hand for
-// re-running the model from it; RLlib's column is SampleBatch.SequenceStateIn (the rows at
-// the sequence starts), the same values, since a sequence starts at a chunk's first row and
-// every MaxSeqLen rows after it.
+// Recurrent batches: by default state_in_N has a row per row of the batch, where RLlib's
+// view requirement keeps only the state going into each sequence (one row per seq_lens
+// entry); Config.StatePerSequence selects RLlib's layout (SampleBatch.StatePerSequence),
+// which JSON lines hold too. The per-row form stays the default because every column then
+// has one row per step, which the per-row formats need (the Parquet and Arrow tables of
+// envrunner/output and arrowbatch refuse the other, readers that take a JSON batch row by
+// row), and the state of any step stays at hand for re-running the model from it (RLlib's
+// rows can be taken from it, SampleBatch.SequenceStateIn, not the other way round): the same
+// values, since a sequence starts at a chunk's first row and every MaxSeqLen rows after it.
 //
 // Sample (or Ready and Take) hands a fragment over in a caller-owned MultiAgentBatch whose
 // buffers are reused: passing the same batch back allocates nothing in steady state.

@@ -117,7 +117,11 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 		strided(vf, tr[l.vf:], s, 1, n)
 	}
 	for k, sw := range p.stateW {
-		b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
+		if r.cfg.StatePerSequence { // the rows that start a sequence: 0, maxSeq, 2*maxSeq, ...
+			b.StateIn[k] = gather(b.StateIn[k], tr, s*r.maxSeq, l.stateIn[k], sw, (n+r.maxSeq-1)/r.maxSeq)
+		} else {
+			b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
+		}
 		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
 	}
 	if len(p.stateW) > 0 {

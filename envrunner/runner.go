@@ -73,6 +73,10 @@ type Config struct {
 	GAE *GAE
 	// MaxSeqLen is the longest sequence (seq_lens entry) of a recurrent policy; 0 means 20.
 	MaxSeqLen int
+	// StatePerSequence gives recurrent policies' batches RLlib's state_in layout, one row per
+	// sequence (SampleBatch.StatePerSequence). The default, a row per row, is what the
+	// row-per-transition formats (Parquet, Arrow) can hold; JSON lines hold either.
+	StatePerSequence bool
 	// MaxEnvSteps and MaxEpisodes, when positive, end the run (Done) after that many
 	// environment steps or finished episodes. With MaxEpisodes, no episode is started beyond
 	// the budget that counts: once MaxEpisodes episodes have started, sub-environments that
@@ -242,6 +246,7 @@ func New(cfg Config) (*Runner, error) {
 		r.policies = append(r.policies, p)
 		r.byID[id] = p
 		r.out.Policy(id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+		r.out.Policy(id).StatePerSequence = cfg.StatePerSequence && len(p.stateW) > 0
 	}
 	if r.mapping == nil {
 		if len(ids) != 1 {
@@ -382,6 +387,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		b := dst.Policy(p.id)
 		out := r.out.Policy(p.id)
 		out.setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+		out.StatePerSequence = r.cfg.StatePerSequence && len(p.stateW) > 0
 		r.reserve(out, p, b.Count)
 		b.Model = nil
 		if p.conn != nil {

@@ -47,3 +47,31 @@ func TestSequenceStateInIsRLlibsStateIn(t *testing.T) {
 		assert.Equal(t, int32(want), longest, "MaxSeqLen %d: the longest sequence", maxSeq)
 	}
 }
+
+// TestStatePerSequenceIsRLlibsLayout: with Config.StatePerSequence a recurrent batch's
+// state_in_N has RLlib's layout, one row per seq_lens entry, the rows SequenceStateIn gives
+// of the default per-row batch of the same run; every other column is the same.
+func TestStatePerSequenceIsRLlibsLayout(t *testing.T) {
+	p := bundledPolicy(t, "lstm_policy")
+	run := func(perSeq bool) []*envrunner.MultiAgentBatch {
+		r := newRunner(t, envrunner.Config{Env: makeEnv(t, "StatelessCartPole", nil, envOpts{numEnvs: 2, seed: 4}),
+			NumEnvs: 2, Policies: singlePolicy(p, true), FragmentLength: 45, MaxSeqLen: 7, Seed: 2, StatePerSequence: perSeq})
+		return sampleBatches(t, r, 3)
+	}
+	rows, seqs := run(false), run(true)
+	for i := range rows {
+		rb, sb := *rows[i].PolicyBatches[envrunner.DefaultPolicyID], *seqs[i].PolicyBatches[envrunner.DefaultPolicyID]
+		require.NoError(t, sb.Validate())
+		require.True(t, sb.StatePerSequence)
+		require.False(t, rb.StatePerSequence)
+		require.Greater(t, rb.Count, len(rb.SeqLens), "sequences of several rows")
+		for k, w := range sb.StateWidths {
+			require.Len(t, sb.StateIn[k], len(sb.SeqLens)*w)
+			assert.Equal(t, rb.SequenceStateIn(k, nil), sb.StateIn[k], "state_in_%d", k)
+			assert.Equal(t, sb.StateIn[k], sb.SequenceStateIn(k, nil))
+		}
+		rb.StateIn, sb.StateIn = nil, nil
+		rb.StatePerSequence = true
+		assert.Equal(t, rb, sb, "fragment %d: the other columns", i)
+	}
+}

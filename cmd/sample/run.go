@@ -32,6 +32,8 @@ var defaultModels = runspec.DefaultModels
 // runFlags are the flags of sample run.
 type runFlags struct {
 	env, envConfig, model, out, device, batchMode, countBy, maxFileSize string
+	stateIn                                                             string // --state-in: per-row or per-sequence
+	maxSeqLen                                                           int
 	remoteWait                                                          string // --remote-wait: MS or "all"
 	batchWait, flushInterval                                            time.Duration
 	numEnvs, workers, fragment, threads                                 int
@@ -73,6 +75,8 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.batchMode, "batch-mode", envrunner.TruncateEpisodes, "truncate_episodes or complete_episodes")
 	fs.StringVar(&f.countBy, "count-steps-by", envrunner.EnvSteps, "env_steps or agent_steps")
 	fs.BoolVar(&f.gae, "gae", false, "add advantages and value_targets (GAE) to the batches")
+	fs.IntVar(&f.maxSeqLen, "max-seq-len", 20, "recurrent policies: the longest sequence (seq_lens entry), RLlib's max_seq_len")
+	fs.StringVar(&f.stateIn, "state-in", "per-row", "recurrent policies: state_in_N with a row per row (per-row, what Parquet holds) or RLlib's row per sequence (per-sequence, JSON lines only)")
 	fs.Float64Var(&f.gamma, "gamma", 0.99, "GAE discount")
 	fs.Float64Var(&f.lambda, "lambda", 0.95, "GAE lambda")
 	fs.StringVar(&f.device, "device", "cpu", "inference device: cpu, cuda[:N], tensorrt[:N], native (the project's provider) or native:cuda[:N]")
@@ -102,6 +106,10 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 		return nil, err
 	}
 	switch {
+	case f.stateIn != "per-row" && f.stateIn != "per-sequence":
+		return nil, usagef("--state-in %q: want per-row or per-sequence", f.stateIn)
+	case f.maxSeqLen < 1:
+		return nil, usagef("--max-seq-len %d: want >= 1", f.maxSeqLen)
 	case f.numEnvs < 1:
 		return nil, usagef("--num-envs %d: want >= 1", f.numEnvs)
 	case f.workers < 1:
@@ -127,6 +135,9 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	}
 	if f.batchWait, err = parseRemoteWait(fs, f); err != nil {
 		return nil, err
+	}
+	if f.stateIn == "per-sequence" && f.publish.target != "" {
+		return nil, usagef("--state-in per-sequence: --publish sends Arrow records, a row per transition, so state_in per row")
 	}
 	if f.out != "" && f.publish.target != "" {
 		return nil, usagef("%v", errOutAndPublish)
@@ -226,6 +237,7 @@ func buildRun(f *runFlags) (*runSetup, error) {
 		Explore:   f.explore, NormalizeActions: f.normalize, ClipActions: f.clip, Seed: f.seed,
 		FragmentLength: f.fragment, BatchMode: f.batchMode, CountStepsBy: f.countBy,
 		GAE: f.gae, Gamma: f.gamma, Lambda: f.lambda, Device: f.device, Threads: f.threads,
+		MaxSeqLen: f.maxSeqLen, StatePerSequence: f.stateIn == "per-sequence",
 		Remote: f.remote, BatchWait: f.batchWait, RestartFailed: f.restart,
 		MaxEnvSteps: f.steps, MaxEpisodes: f.episodes})
 	if err != nil {
@@ -295,6 +307,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		opts, err := f.output.options(maxSize, sampleMetadata(f.env, f.envConfig, f.seed, f.explore, s.info.obs, s.info.act, s.model, s.policy))
 		if err != nil {
 			return err
+		}
+		if f.stateIn == "per-sequence" && opts.Format.Resolve(f.out) == output.FormatParquet {
+			return usagef("--state-in per-sequence: Parquet holds a row per transition, so state_in per row; write JSON lines (.jsonl) or leave --state-in out")
 		}
 		opts.OnWritten = s.group.Release
 		opts.FlushInterval = f.flushInterval

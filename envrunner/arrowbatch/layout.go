@@ -97,6 +97,9 @@ func LayoutOf(m *envrunner.MultiAgentBatch) (Layout, bool, error) {
 	var first string
 	found := false
 	for _, id := range policyIDs(m, nil) {
+		if b := m.PolicyBatches[id]; b.StatePerSequence && len(b.SeqLens) != b.Count {
+			return Layout{}, false, fmt.Errorf("arrowbatch: policy %q holds state_in per sequence (RLlib's layout, envrunner.Config.StatePerSequence), and a record has a row per transition: write JSON lines, or keep state_in per row", id)
+		}
 		bl := BatchLayout(m.PolicyBatches[id])
 		if !found {
 			l, first, found = bl, id, true

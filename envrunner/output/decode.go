@@ -338,8 +338,8 @@ func (p *parts) buildState(b *envrunner.SampleBatch) error {
 			return fmt.Errorf("missing column \"state_in_%d\" (there are %d state columns)", i, k)
 		case out == nil:
 			return fmt.Errorf("missing column \"state_out_%d\" (there are %d state columns)", i, k)
-		case in.rows != b.Count:
-			return fmt.Errorf("column \"state_in_%d\" has %d rows, want %d (the rows of \"obs\")", i, in.rows, b.Count)
+		case in.rows != b.Count && in.rows != len(b.SeqLens):
+			return fmt.Errorf("column \"state_in_%d\" has %d rows, want %d (the rows of \"obs\") or %d (one per seq_lens entry)", i, in.rows, b.Count, len(b.SeqLens))
 		case out.rows != b.Count:
 			return fmt.Errorf("column \"state_out_%d\" has %d rows, want %d (the rows of \"obs\")", i, out.rows, b.Count)
 		}
@@ -349,6 +349,13 @@ func (p *parts) buildState(b *envrunner.SampleBatch) error {
 			if out.width != w {
 				return fmt.Errorf("column \"state_out_%d\" has rows of %d values, want %d (the width of \"state_in_%d\")", i, out.width, w, i)
 			}
+		}
+		if i == 0 {
+			// RLlib's layout: a row per sequence (the same as a row per row when every
+			// sequence has one row).
+			b.StatePerSequence = in.rows != b.Count
+		} else if b.StatePerSequence != (in.rows != b.Count) {
+			return fmt.Errorf("column \"state_in_%d\" has %d rows, and \"state_in_0\" the other layout", i, in.rows)
 		}
 		b.StateWidths = append(b.StateWidths, w)
 		b.StateIn = append(b.StateIn, in.f)

@@ -109,10 +109,14 @@ func AppendSampleBatchJSON(dst []byte, b *envrunner.SampleBatch, withType bool) 
 	if len(b.VfPreds) > 0 {
 		dst = appendFloats(dst, `,"vf_preds":`, b.VfPreds)
 	}
+	inRows := n // state_in: a row per row, or per sequence (StatePerSequence)
+	if b.StatePerSequence {
+		inRows = len(b.SeqLens)
+	}
 	for k, w := range b.StateWidths {
 		dst = append(dst, `,"state_in_`...)
 		dst = strconv.AppendInt(dst, int64(k), 10)
-		dst = appendRows(dst, `":`, b.StateIn[k], n, w)
+		dst = appendRows(dst, `":`, b.StateIn[k], inRows, w)
 	}
 	for k, w := range b.StateWidths {
 		dst = append(dst, `,"state_out_`...)
@@ -177,13 +181,17 @@ func checkLayout(b *envrunner.SampleBatch) error {
 		return fmt.Errorf("output: sample batch has %d state widths but %d state_in and %d state_out columns",
 			len(b.StateWidths), len(b.StateIn), len(b.StateOut))
 	}
+	inRows := n
+	if b.StatePerSequence {
+		inRows = len(b.SeqLens)
+	}
 	for k, w := range b.StateWidths {
 		if w < 0 {
 			return fmt.Errorf("output: sample batch state %d has width %d", k, w)
 		}
-		if got := len(b.StateIn[k]); got != n*w {
+		if got := len(b.StateIn[k]); got != inRows*w {
 			return fmt.Errorf("output: sample batch column state_in_%d has %d values, want %d (%d rows of %d)",
-				k, got, n*w, n, w)
+				k, got, inRows*w, inRows, w)
 		}
 		if got := len(b.StateOut[k]); got != n*w {
 			return fmt.Errorf("output: sample batch column state_out_%d has %d values, want %d (%d rows of %d)",

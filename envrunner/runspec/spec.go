@@ -52,6 +52,12 @@ type Spec struct {
 	Device         string // --device; "" is "cpu"
 	Threads        int    // --threads: intra-op threads per session (0: the runtime's default)
 
+	// MaxSeqLen (--max-seq-len) is a recurrent policy's longest sequence, 0: 20 (RLlib's
+	// max_seq_len); StatePerSequence (--state-in per-sequence) gives its batches RLlib's
+	// state_in layout, a row per sequence (envrunner.Config.StatePerSequence).
+	MaxSeqLen        int
+	StatePerSequence bool
+
 	Remote        bool          // --remote: a RemoteVectorEnv
 	BatchWait     time.Duration // --remote-wait (env.WaitAll: every sub-environment)
 	RestartFailed bool          // --restart-failed
@@ -85,6 +91,8 @@ func (s *Spec) check() error {
 		return specErrorf("--fragment-length %d: want >= 1", s.FragmentLength)
 	case s.Threads < 0:
 		return specErrorf("--threads %d: want >= 0", s.Threads)
+	case s.MaxSeqLen < 0:
+		return specErrorf("--max-seq-len %d: want >= 1 (or 0 for 20)", s.MaxSeqLen)
 	case s.MaxEnvSteps < 0 || s.MaxEpisodes < 0:
 		return specErrorf("--steps and --episodes must not be negative")
 	case s.BatchMode != envrunner.TruncateEpisodes && s.BatchMode != envrunner.CompleteEpisodes:
@@ -223,6 +231,7 @@ func Build(s Spec) (_ *Run, err error) {
 		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: s.Seed, RunID: id, Worker: w,
 			Policies: pols, PolicyMapping: mapping,
 			FragmentLength: s.FragmentLength, CountStepsBy: s.CountStepsBy, BatchMode: s.BatchMode, GAE: gae,
+			MaxSeqLen: s.MaxSeqLen, StatePerSequence: s.StatePerSequence,
 			MaxEnvSteps: share(s.MaxEnvSteps, s.Workers, w), MaxEpisodes: share(s.MaxEpisodes, s.Workers, w)}
 		if s.MaxEnvSteps > 0 || s.MaxEpisodes > 0 {
 			// Every episode's metrics reach the caller: a run of a number of episodes keeps
