@@ -5,7 +5,7 @@ against the sampler's reader.
     scripts/check_rllib.py [--sample BIN] [--dir DIR]
 
 Runs `sample run` into JSON lines (CartPole-v1 with its bundled MLP and GAE; MultiAgentCartPole
-with two policies) and Parquet (CartPole-v1, and a recurrent StatelessCartPole run), then reads:
+with two policies; StatelessCartPole's LSTM with state_in per sequence, RLlib's layout) and Parquet (CartPole-v1, and a recurrent StatelessCartPole run), then reads:
 
 - JSON lines with RLlib's JsonReader (ray.rllib.offline.json_reader: the old API stack's
   offline input, a SampleBatch or MultiAgentBatch per line);
@@ -178,6 +178,8 @@ def main() -> int:
         "multiagent.jsonl": ("--env", "MultiAgentCartPole", "--env-config", "num_agents=4", "--steps", "1000",
                              "--policy", "a=cartpole_mlp", "--policy", "b=random",
                              "--policy-map", "agent_[02]=a", "--policy-map", "agent_*=b"),
+        "lstm_per_sequence.jsonl": ("--env", "StatelessCartPole", "--steps", "1000", "--max-seq-len", "8",
+                                    "--state-in", "per-sequence"),
         "cartpole.parquet": ("--env", "CartPole-v1", "--steps", "2000", "--gae"),
         "lstm.parquet": ("--env", "StatelessCartPole", "--steps", "1000", "--gae"),
     }
