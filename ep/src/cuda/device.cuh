@@ -222,6 +222,23 @@ extern "C" __global__ void onnxrl_lstm_cell(const float* gates, const float* c_p
   }
 }
 
+// LstmGateSums adds src's rows row[0..3] (of K values) times w (K x G, the four gates' columns
+// j, H + j, 2H + j, 3H + j) to acc[row][gate].
+__device__ inline void LstmGateSums(float (&acc)[4][4], const float* __restrict__ src, const long long (&row)[4],
+                                    int K, const float* __restrict__ w, int G, int H, int j) {
+  for (int k = 0; k < K; k++) {
+    const float* wk = w + (long long)k * G + j;
+    const float w0 = __ldg(wk), w1 = __ldg(wk + H), w2 = __ldg(wk + 2 * H), w3 = __ldg(wk + 3 * H);
+    for (int r = 0; r < 4; r++) {
+      const float v = src[row[r] * K + k];
+      acc[r][0] += v * w0;
+      acc[r][1] += v * w1;
+      acc[r][2] += v * w2;
+      acc[r][3] += v * w3;
+    }
+  }
+}
+
 // onnxrl_lstm_step: one LSTM time step in one kernel, for a step whose new state goes to other
 // buffers than the state it reads (the first step: every step of a policy run one at a time).
 // gates = x Wx + h_prev Wh + bx + bh (Wx [I, 4H], Wh [H, 4H], gate order i, o, f, c), then the
@@ -246,28 +263,8 @@ extern "C" __global__ void onnxrl_lstm_step(const float* __restrict__ x, const f
       const float b = bx[g * H + j] + bh[g * H + j];
       for (int r = 0; r < 4; r++) acc[r][g] = b;
     }
-    for (int k = 0; k < I; k++) {
-      const float* w = wx + (long long)k * G + j;
-      const float w0 = __ldg(w), w1 = __ldg(w + H), w2 = __ldg(w + 2 * H), w3 = __ldg(w + 3 * H);
-      for (int r = 0; r < 4; r++) {
-        const float v = x[row[r] * I + k];
-        acc[r][0] += v * w0;
-        acc[r][1] += v * w1;
-        acc[r][2] += v * w2;
-        acc[r][3] += v * w3;
-      }
-    }
-    for (int k = 0; k < H; k++) {
-      const float* w = wh + (long long)k * G + j;
-      const float w0 = __ldg(w), w1 = __ldg(w + H), w2 = __ldg(w + 2 * H), w3 = __ldg(w + 3 * H);
-      for (int r = 0; r < 4; r++) {
-        const float v = h_prev[row[r] * H + k];
-        acc[r][0] += v * w0;
-        acc[r][1] += v * w1;
-        acc[r][2] += v * w2;
-        acc[r][3] += v * w3;
-      }
-    }
+    LstmGateSums(acc, x, row, I, wx, G, H, j);
+    LstmGateSums(acc, h_prev, row, H, wh, G, H, j);
     for (int r = 0; r < 4 && r0 + r < B; r++) {
       const long long i = (r0 + r) * H + j;
       float cv = c_prev[i];

@@ -43,6 +43,22 @@ void Say(char* msg, size_t n, const std::string& s) {
   std::snprintf(msg, n, "%s", s.c_str());
 }
 
+// Guarded runs f, the body of an exported call, and turns what it throws into -1 and the
+// message: nothing thrown crosses into the caller.
+template <typename F>
+int Guarded(char* msg, size_t n, const char* what, F&& f) noexcept {
+  try {
+    return f();
+  } catch (Error& e) {
+    Say(msg, n, e.msg);
+  } catch (std::exception& e) {
+    Say(msg, n, e.what());
+  } catch (...) {
+    Say(msg, n, std::string(what) + ": unknown failure");
+  }
+  return -1;
+}
+
 std::string Hex(uintptr_t p) {
   char b[32];
   std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(p));
@@ -69,7 +85,7 @@ using onnxrl_ep::Range;
 using onnxrl_ep::Registry;
 
 extern "C" int OnnxrlEpPinHost(int device_id, void* p, size_t bytes, char* msg, size_t msg_len) noexcept {
-  try {
+  return onnxrl_ep::Guarded(msg, msg_len, "pinning host memory", [&] {
     if (!onnxrl_ep::PinningOn()) {
       onnxrl_ep::Say(msg, msg_len, "pinning is turned off (ONNXRL_CUDA_PIN=0)");
       return 1;
@@ -100,18 +116,11 @@ extern "C" int OnnxrlEpPinHost(int device_id, void* p, size_t bytes, char* msg, 
                        ("pinning " + std::to_string(bytes) + " bytes of host memory (cuMemHostRegister)").c_str());
     r.ranges[start] = Range{bytes, device_id};
     return 0;
-  } catch (onnxrl_ep::Error& e) {
-    onnxrl_ep::Say(msg, msg_len, e.msg);
-  } catch (std::exception& e) {
-    onnxrl_ep::Say(msg, msg_len, e.what());
-  } catch (...) {
-    onnxrl_ep::Say(msg, msg_len, "pinning host memory: unknown failure");
-  }
-  return -1;
+  });
 }
 
 extern "C" int OnnxrlEpUnpinHost(void* p, char* msg, size_t msg_len) noexcept {
-  try {
+  return onnxrl_ep::Guarded(msg, msg_len, "unpinning host memory", [&] {
     Registry& r = Pins();
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.ranges.find(reinterpret_cast<uintptr_t>(p));
@@ -126,12 +135,5 @@ extern "C" int OnnxrlEpUnpinHost(void* p, char* msg, size_t msg_len) noexcept {
     const auto& a = dev.api();
     onnxrl_ep::CuCheck(a, a.cuMemHostUnregister(p), "unpinning host memory (cuMemHostUnregister)");
     return 0;
-  } catch (onnxrl_ep::Error& e) {
-    onnxrl_ep::Say(msg, msg_len, e.msg);
-  } catch (std::exception& e) {
-    onnxrl_ep::Say(msg, msg_len, e.what());
-  } catch (...) {
-    onnxrl_ep::Say(msg, msg_len, "unpinning host memory: unknown failure");
-  }
-  return -1;
+  });
 }
