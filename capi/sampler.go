@@ -53,13 +53,16 @@ type samplerOptions struct {
 	RemoteWaitMS     int64             `json:"remote_wait_ms"`
 	RestartFailed    bool              `json:"restart_failed"`
 	MaxModelBytes    int64             `json:"max_model_bytes"`
+	MaxSeqLen        int               `json:"max_seq_len"`
+	StateIn          string            `json:"state_in"` // "per_row" or "per_sequence"
 }
 
 // defaultSamplerOptions are `sample run`'s defaults.
 func defaultSamplerOptions() samplerOptions {
 	return samplerOptions{Env: "CartPole-v1", NumEnvs: 1, Workers: 1, Explore: true, NormalizeActions: true,
 		FragmentLength: 200, BatchMode: envrunner.TruncateEpisodes, CountStepsBy: envrunner.EnvSteps,
-		Gamma: 0.99, Lambda: 0.95, Device: "cpu", Threads: 1, MaxModelBytes: inference.DefaultMaxModelBytes}
+		Gamma: 0.99, Lambda: 0.95, Device: "cpu", Threads: 1, MaxModelBytes: inference.DefaultMaxModelBytes,
+		MaxSeqLen: 20, StateIn: "per_row"}
 }
 
 // The bounds of a sampler's sizes: one batch of at most maxSamplerRows rows per worker.
@@ -87,6 +90,10 @@ func (o *samplerOptions) check() error {
 		return errors.New("\"remote_wait_ms\" needs \"remote\": true (only a RemoteVectorEnv waits for its sub-environments)")
 	case o.Model != "" && len(o.Policies) > 0:
 		return errors.New("give \"model\" or \"policies\", not both")
+	case o.MaxSeqLen < 1 || o.MaxSeqLen > maxFragment:
+		return fmt.Errorf("\"max_seq_len\" %d: want 1..%d", o.MaxSeqLen, maxFragment)
+	case o.StateIn != "per_row" && o.StateIn != "per_sequence":
+		return fmt.Errorf("\"state_in\" %q: want \"per_row\" or \"per_sequence\" (RLlib's layout)", o.StateIn)
 	}
 	for id, m := range o.Policies {
 		if id == "" || m == "" || strings.Contains(id, "=") {
@@ -121,7 +128,8 @@ func (o *samplerOptions) spec() (runspec.Spec, error) {
 		Explore: o.Explore, NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions, Seed: o.Seed,
 		FragmentLength: o.FragmentLength, BatchMode: o.BatchMode, CountStepsBy: o.CountStepsBy,
 		GAE: o.GAE, Gamma: o.Gamma, Lambda: o.Lambda, Device: o.Device, Threads: o.Threads,
-		Remote: o.Remote, BatchWait: time.Duration(o.RemoteWaitMS) * time.Millisecond, RestartFailed: o.RestartFailed}
+		Remote: o.Remote, BatchWait: time.Duration(o.RemoteWaitMS) * time.Millisecond, RestartFailed: o.RestartFailed,
+		MaxSeqLen: o.MaxSeqLen, StatePerSequence: o.StateIn == "per_sequence"}
 	if o.RemoteWaitMS == -1 {
 		s.BatchWait = env.WaitAll
 	}
@@ -352,8 +360,8 @@ func (s *sampler) describe(pc *policyColumns, b *envrunner.SampleBatch) {
 	if len(b.VfPreds) > 0 {
 		f32("vf_preds", b.VfPreds, 1, false)
 	}
-	for k, w := range b.StateWidths {
-		f32(arrowbatch.StateInName(k), b.StateIn[k], w, true)
+	for k, w := range b.StateWidths { // a row per row, or per sequence ("state_in": "per_sequence")
+		add(arrowbatch.StateInName(k), unsafe.Pointer(unsafe.SliceData(b.StateIn[k])), dtypeFloat32, len(b.StateIn[k])/max(w, 1), w, true)
 	}
 	for k, w := range b.StateWidths {
 		f32(arrowbatch.StateOutName(k), b.StateOut[k], w, true)
@@ -411,6 +419,11 @@ func (s *sampler) exportArrow(array, schema unsafe.Pointer) error {
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
 		return err
+	}
+	for _, b := range s.cur.PolicyBatches {
+		if b.StatePerSequence && len(b.SeqLens) != b.Count {
+			return withStatus(statusState, errors.New("onnxrl: the batch holds state_in per sequence (\"state_in\": \"per_sequence\"), and an Arrow record a row per transition"))
+		}
 	}
 	rec, ok, err := s.arrow.Build(s.cur, nil)
 	if err != nil {

@@ -317,7 +317,10 @@ struct ArrowSchema;
    "batch_mode" ("truncate_episodes" or "complete_episodes"), "count_steps_by"
    ("env_steps" or "agent_steps"), "gae" (false), "gamma" (0.99), "lambda" (0.95), "device"
    ("cpu"), "threads" (1), "remote" (false), "remote_wait_ms" (0; -1: all), "restart_failed"
-   (false), "max_model_bytes" (1 GiB). The same settings and seed give the batches
+   (false), "max_model_bytes" (1 GiB), "max_seq_len" (20: a recurrent policy's longest
+   sequence), "state_in" ("per_row": state_in_K a row per row; "per_sequence": RLlib's row
+   per seq_lens entry, which onnxrl_sampler_export_arrow refuses with ONNXRL_ERR_STATE).
+   The same settings and seed give the batches
    `sample run` writes. ONNXRL_ERR_NOT_FOUND for an unknown env or model;
    ONNXRL_ERR_INVALID_ARGUMENT for bad options or policies that do not fit together. */
 int onnxrl_sampler_open(const char *options_json, onnxrl_sampler **out);

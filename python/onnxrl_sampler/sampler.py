@@ -84,7 +84,11 @@ class Sampler:
             the sub-environments; 1 (the default) steps on the calling thread.
         fragment_length, batch_mode, count_steps_by, gae, gamma, lambda_, explore,
             normalize_actions, clip_actions, device, threads, remote, remote_wait_ms,
-            restart_failed, max_model_bytes: as ``sample run``'s flags of those names.
+            restart_failed, max_model_bytes, max_seq_len: as ``sample run``'s flags of those
+            names.
+        state_in: ``"per_row"`` (the default: ``state_in_K`` has a row per row) or
+            ``"per_sequence"`` (RLlib's layout: a row per ``seq_lens`` entry; :meth:`to_arrow`
+            then refuses, as Arrow records hold a row per transition).
 
     Batches (:meth:`sample`): a dict of NumPy arrays with RLlib's column names, the columns of
     ``sample run --out x.jsonl``: ``obs``, ``new_obs`` (float32, ``(rows, obs_size)``),
@@ -92,8 +96,10 @@ class Sampler:
     MultiBinary, float32 rows otherwise), ``rewards`` (float32), ``terminateds``,
     ``truncateds`` (bool), ``eps_id`` (int64), ``env_id``, ``agent_index``, ``t`` (int32),
     and when there are ``action_dist_inputs``, ``action_logp``, ``vf_preds``,
-    ``state_in_K``, ``state_out_K``, ``seq_lens`` (one per sequence), ``advantages``,
-    ``value_targets``. With ``policies``, a dict of such dicts by policy id (the policies
+    ``state_in_K`` (a row per row, or per sequence with ``state_in="per_sequence"``),
+    ``state_out_K``, ``seq_lens`` (one per sequence), ``advantages``, ``value_targets``;
+    the ``agent_id`` strings and the ``infos`` (RLlib's per-row infos, JSON objects) are in
+    the Arrow form (:meth:`to_arrow`). With ``policies``, a dict of such dicts by policy id (the policies
     with rows in this batch), as RLlib's MultiAgentBatch. The arrays are read-only views on
     the library's batch, valid until the next :meth:`sample`: ``.copy()`` what you keep.
 
@@ -115,7 +121,8 @@ class Sampler:
                  lambda_: float = 0.95, explore: bool = True, normalize_actions: bool = True,
                  clip_actions: bool = False, device: str = "cpu", threads: int = 1, remote: bool = False,
                  remote_wait_ms: int = 0, restart_failed: bool = False,
-                 max_model_bytes: Optional[int] = None) -> None:
+                 max_model_bytes: Optional[int] = None, max_seq_len: int = 20,
+                 state_in: str = "per_row") -> None:
         self._h: Optional[int] = None
         self._close_lock = threading.Lock()
         opts: dict[str, Any] = {
@@ -124,9 +131,9 @@ class Sampler:
             "gae": gae, "gamma": gamma, "lambda": lambda_, "explore": explore,
             "normalize_actions": normalize_actions, "clip_actions": clip_actions, "device": device,
             "threads": threads, "remote": remote, "remote_wait_ms": remote_wait_ms,
-            "restart_failed": restart_failed,
+            "restart_failed": restart_failed, "max_seq_len": max_seq_len, "state_in": state_in,
         }
-        for k in ("num_envs", "workers", "seed", "fragment_length", "threads", "remote_wait_ms"):
+        for k in ("num_envs", "workers", "seed", "fragment_length", "threads", "remote_wait_ms", "max_seq_len"):
             v = opts[k]
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
                 raise ValueError(f"{k}: want an int, got {v!r}")
