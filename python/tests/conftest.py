@@ -3,6 +3,12 @@ process, and the library (the tests that need it skip with the reason when it do
 
 Run from the repository root: `make python-test`, or `/usr/bin/python3 -m pytest python/tests`
 after `make native build`.
+
+Installed mode (`make wheel-test`): with ONNXRL_TEST_INSTALLED=1 the source tree is not put on
+sys.path and the package is the one the running Python has installed (a fresh virtual
+environment with the wheel); the tests still read the checkout's reference data (models/,
+testdata, examples/, bin/sample). Tests that can only check the source tree skip there with
+the reason; test_installed.py checks that the package and its libraries are the venv's.
 """
 
 from __future__ import annotations
@@ -16,10 +22,18 @@ from typing import Iterator
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "python"))
+#: True in installed mode (see the module doc): the package is not the source tree's.
+INSTALLED = os.environ.get("ONNXRL_TEST_INSTALLED", "") not in ("", "0")
+if not INSTALLED:
+    sys.path.insert(0, os.path.join(REPO, "python"))
 
 import onnxrl_sampler  # noqa: E402
 from onnxrl_sampler import _lib  # noqa: E402
+
+#: The imported package's folder, and the folder that holds it (what a subprocess needs on
+#: PYTHONPATH to import the same package): python/ of the checkout, or the venv's site-packages.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(onnxrl_sampler.__file__))
+PACKAGE_PARENT = os.path.dirname(PACKAGE_DIR)
 
 SAMPLE = os.path.join(REPO, "bin", "sample")
 

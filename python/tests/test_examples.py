@@ -1,4 +1,9 @@
-"""The examples in examples/python run and do what they say."""
+"""The examples in examples/python run and do what they say.
+
+The examples put the source tree's python/ first on sys.path (a checkout's user runs them as they
+are). In installed mode they run with the installed package imported first, so that their own
+`import onnxrl_sampler` gets it; the wrapper checks at the end that it was still that one.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,27 @@ import sys
 
 import numpy as np
 
-from conftest import REPO
+from conftest import INSTALLED, PACKAGE_DIR, REPO
 
 EXAMPLES = os.path.join(REPO, "examples", "python")
 
 
+# Runs the script named by argv[1] as __main__ with argv[1:], the package imported beforehand.
+WITH_PACKAGE_IMPORTED = """
+import os, runpy, sys
+import onnxrl_sampler
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+got = sys.modules["onnxrl_sampler"]
+assert got is onnxrl_sampler and os.path.dirname(got.__file__) == %r, got.__file__
+"""
+
+
 def run(script: str, *args: str) -> str:
-    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=300)
+    cmd = [sys.executable, os.path.join(EXAMPLES, script), *args]
+    if INSTALLED:
+        cmd[1:1] = ["-c", WITH_PACKAGE_IMPORTED % PACKAGE_DIR]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return r.stdout
 

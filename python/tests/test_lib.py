@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import INSTALLED, PACKAGE_DIR, PACKAGE_PARENT, REPO
 from onnxrl_sampler import LibraryNotFoundError, _lib
 
 
@@ -43,6 +43,8 @@ def _run(code: str, env: dict[str, str], cwd: str) -> subprocess.CompletedProces
                           timeout=120)
 
 
+@pytest.mark.skipif(INSTALLED, reason="the source checkout's look-up of its own ONNX Runtime "
+                    "(third_party/ above build/lib); the installed package carries the runtime beside the library")
 def test_loads_from_anywhere(lib, tmp_path):
     """From another working directory, with the library named by the variable: the package finds
     the source tree's ONNX Runtime by itself."""
@@ -57,8 +59,7 @@ def test_loads_from_anywhere(lib, tmp_path):
 
 
 def test_not_found_in_a_fresh_process(tmp_path):
-    env = dict(os.environ, ONNXRL_SAMPLER_LIBRARY=str(tmp_path / "nope.so"),
-               PYTHONPATH=os.path.join(REPO, "python"))
+    env = dict(os.environ, ONNXRL_SAMPLER_LIBRARY=str(tmp_path / "nope.so"), PYTHONPATH=PACKAGE_PARENT)
     r = _run("import onnxrl_sampler as o; o.Policy('cartpole_mlp')", env, str(tmp_path))
     assert r.returncode == 1
     assert "LibraryNotFoundError" in r.stderr and "nope.so" in r.stderr
@@ -66,14 +67,16 @@ def test_not_found_in_a_fresh_process(tmp_path):
 
 def test_library_in_the_package_folder(lib, tmp_path):
     """A copy of the package with the library and ONNX Runtime inside it (what a wheel ships)
-    works from anywhere, with nothing else pointing at them."""
+    works from anywhere, with nothing else pointing at them. The copy is of the imported package
+    (installed mode: the venv's, its libraries left out and copied in as here)."""
     import shutil
 
     pkg = tmp_path / "site" / "onnxrl_sampler"
-    shutil.copytree(os.path.join(REPO, "python", "onnxrl_sampler"), pkg,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.so.*"))
     shutil.copy(lib._name, pkg / "libonnxrl_sampler.so")
-    rt = os.path.join(REPO, "third_party", "onnxruntime", "lib", "libonnxruntime.so.1")
+    rt = os.path.join(os.path.dirname(lib._name), "libonnxruntime.so.1")  # an installed package's
+    if not os.path.exists(rt):
+        rt = os.path.join(REPO, "third_party", "onnxruntime", "lib", "libonnxruntime.so.1")  # the checkout's
     shutil.copy(os.path.realpath(rt), pkg / "libonnxruntime.so.1")
     env = {k: v for k, v in os.environ.items() if k not in ("ONNXRUNTIME_SHARED_LIBRARY_PATH", "ONNXRL_SAMPLER_LIBRARY")}
     env["PYTHONPATH"] = str(tmp_path / "site")
