@@ -29,11 +29,11 @@ vet:
 	$(GO) vet ./...
 
 # Everything: go vet, the Go tests with the race detector, the native build with CTest, and the
-# Python package's tests. The native build comes first: the Go tests of device "native" load
-# build/lib/libonnxrl_ep.so.
+# Python package's tests, from the source tree and then from the installed wheel (wheel-test).
+# The native build comes first: the Go tests of device "native" load build/lib/libonnxrl_ep.so.
 test:
 	@MAKE='$(MAKE)' bash scripts/stages.sh docs-lint onnxruntime native-tools nvrtc native vet \
-		python-deps nats-server pyarrow-venv go-test native-test build python-venv python-test
+		python-deps nats-server pyarrow-venv go-test native-test build python-venv python-test wheel-test
 
 # The Python packages come first too: the NumPy reference sampler that sample bench --vs is
 # tested against (benchmarks/baselines/) needs NumPy.
@@ -119,6 +119,21 @@ python-venv: python-deps
 .PHONY: wheel
 wheel: onnxruntime native
 	$(PYTHON) -m pip wheel --no-deps --no-index -w dist --config-settings build-dir=$(abspath $(BUILD_DIR)) ./python
+
+# The Python tests against the installed wheel: a fresh virtual environment under the build folder
+# (NumPy, pytest and torch from the system's site-packages), the wheel installed with --no-index,
+# python/tests run with ONNXRL_TEST_INSTALLED=1 (conftest.py: the package from the venv, not the
+# source tree) and none of our variables set; the tests that can only check the source tree skip
+# saying why, test_installed.py checks where the package and its libraries came from.
+WHEEL_TEST_VENV ?= $(BUILD_DIR)/wheel-test-venv
+.PHONY: wheel-test
+wheel-test: python-deps wheel build
+	rm -rf $(WHEEL_TEST_VENV)
+	$(PYTHON) -m venv --system-site-packages $(WHEEL_TEST_VENV)
+	$(WHEEL_TEST_VENV)/bin/python -m pip install -q --no-index "$$(ls -t dist/onnxrl_sampler-*.whl | head -n1)"
+	env -u ONNXRL_SAMPLER_LIBRARY -u ONNXRUNTIME_SHARED_LIBRARY_PATH -u ONNXRL_EP_LIBRARY -u ONNXRL_BUILD_DIR \
+		-u LD_LIBRARY_PATH -u PYTHONPATH ONNXRL_TEST_INSTALLED=1 \
+		$(WHEEL_TEST_VENV)/bin/python -m pytest -q -rs -p no:cacheprovider python/tests
 
 # Debian's python3-numpy, python3-pytest (and python3-torch), when missing.
 python-deps:
