@@ -75,9 +75,9 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	pc := envrunner.PolicyConfig{Policy: p,
 		Action:  connectors.ActionConfig{Explore: o.Explore, NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions},
 		Session: inference.Options{Device: o.Device, IntraOpThreads: o.Threads, InterOpThreads: 1}}
-	e.runner, err = envrunner.New(envrunner.Config{Env: ext, NumEnvs: ext.NumEnvs(), Seed: o.Seed, RunID: envrunner.RandomRunID(),
-		FragmentLength: o.FragmentLength, NoSamples: o.Out == "",
-		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}})
+	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}
+	e.runner, err = envrunner.New(envrunner.Config{Env: ext, NumEnvs: ext.NumEnvs(), Seed: o.Seed, RunID: envrunner.PoliciesRunID(pols),
+		FragmentLength: o.FragmentLength, NoSamples: o.Out == "", Policies: pols})
 	if err != nil {
 		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
 	}

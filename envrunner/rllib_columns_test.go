@@ -207,7 +207,7 @@ func TestInfosColumnColumnar(t *testing.T) {
 
 // TestRunIDSeparatesEpisodeIDs: runners with the same seed and another RunID number their
 // episodes differently (runspec's TestEpsIDUniqueAcrossRuns checks the ids it derives);
-// the same RunID gives the same ids; RandomRunID differs from call to call.
+// the same RunID gives the same ids; PoliciesRunID tells policies and action settings apart.
 func TestRunIDSeparatesEpisodeIDs(t *testing.T) {
 	first := func(id uint64) int64 {
 		r := newRunner(t, envrunner.Config{Env: newScriptedEnv(1, 3), Policies: scriptedPolicies(envrunner.DefaultPolicyID),
@@ -217,5 +217,11 @@ func TestRunIDSeparatesEpisodeIDs(t *testing.T) {
 	assert.Equal(t, first(1), first(1))
 	assert.NotEqual(t, first(1), first(2))
 	assert.NotEqual(t, first(0), first(1))
-	assert.NotEqual(t, envrunner.RandomRunID(), envrunner.RandomRunID())
+	pols := scriptedPolicies("p")
+	id := envrunner.PoliciesRunID(pols)
+	assert.Equal(t, id, envrunner.PoliciesRunID(scriptedPolicies("p")))
+	assert.NotEqual(t, id, envrunner.PoliciesRunID(scriptedPolicies("q")), "another policy id")
+	explore := pols["p"]
+	explore.Action.Explore = true
+	assert.NotEqual(t, id, envrunner.PoliciesRunID(map[envrunner.PolicyID]envrunner.PolicyConfig{"p": explore}), "another action setting")
 }

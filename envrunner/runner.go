@@ -1,8 +1,6 @@
 package envrunner
 
 import (
-	cryptorand "crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,8 +53,8 @@ type Config struct {
 	// RunID tells this run's episode ids from those of other runs with the same Seed: it is
 	// mixed into the ids' stream (not the actions'), so that runs of other environments or
 	// models number their episodes differently while the same run and Seed give the same
-	// ids. runspec derives it from the run's settings; a run whose episodes come from outside
-	// (a policy server, the C API's env) takes RandomRunID; 0 leaves the ids to Seed alone.
+	// ids. runspec derives it from the run's settings; a run whose settings are its policies
+	// (a policy server, the C API's env) takes PoliciesRunID; 0 leaves the ids to Seed alone.
 	RunID uint64
 	// Worker is the index of the runner in its group (RLlib's worker_index).
 	Worker int
@@ -308,16 +306,6 @@ func (r *Runner) Close() error {
 		err = fmt.Errorf("envrunner: stop the environment: %w", err)
 	}
 	return errors.Join(err, r.closePolicies(), r.closeSwaps())
-}
-
-// RandomRunID returns a Config.RunID drawn from the operating system's random source, for
-// runs whose data cannot be reproduced anyway (the episodes come from outside: a policy
-// server's clients, an embedding simulator), so that their episode ids differ from every
-// other run's with the same Seed.
-func RandomRunID() uint64 {
-	var b [8]byte
-	_, _ = cryptorand.Read(b[:]) // never fails (crypto/rand.Read panics rather than return an error)
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // nextID returns the next episode id (splitmix64 of the runner's id state).

@@ -208,9 +208,9 @@ func buildServe(f *serveFlags, maxBody int64, stderr io.Writer) (_ *serveSetup, 
 	s.cleanup = append(s.cleanup, s.stopEnv)
 
 	// The sampler's runner: one batched inference per step over the pending requests.
-	s.runner, err = envrunner.New(envrunner.Config{Env: metrics.ObservePolls(be), NumEnvs: numEnvs, Seed: f.seed, RunID: envrunner.RandomRunID(),
-		FragmentLength: f.fragment, NoSamples: f.out == "",
-		Policies: map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}})
+	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}
+	s.runner, err = envrunner.New(envrunner.Config{Env: metrics.ObservePolls(be), NumEnvs: numEnvs, Seed: f.seed, RunID: envrunner.PoliciesRunID(pols),
+		FragmentLength: f.fragment, NoSamples: f.out == "", Policies: pols})
 	if err != nil {
 		return nil, err
 	}
