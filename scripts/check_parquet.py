@@ -39,10 +39,10 @@ REQUIRED = {
     "agent_index": pa.int32(),
     "module_id": pa.string(),
     "t": pa.int32(),
-    "infos": pa.string(),
 }
 NULLABLE = {"infos"}
 OPTIONAL = {
+    "infos": pa.string(),  # files written before issue 36 have none
     "action_dist_inputs": "vector",
     "action_logp": pa.float32(),
     "vf_preds": pa.float32(),
@@ -104,7 +104,8 @@ def check(path):
         col = table.column(name)
         if col.null_count and name not in NULLABLE:
             raise ValueError(f"column {name!r} has {col.null_count} nulls")
-    for i, info in enumerate(table.column("infos").to_pylist()):
+    infos = table.column("infos").to_pylist() if "infos" in schema.names else []
+    for i, info in enumerate(infos):
         if info is not None and not isinstance(json.loads(info), dict):
             raise ValueError(f"infos row {i} is not a JSON object: {info!r}")
     if states and sum(table.column("seq_lens").to_pylist()) != table.num_rows:
