@@ -494,33 +494,17 @@ type samplerMetrics struct {
 }
 
 // episodeSummary sums the episodes taken since the last metrics call.
-type episodeSummary struct {
-	n              int64
-	ret, length    float64
-	minRet, maxRet float64
-}
+type episodeSummary struct{ envrunner.EpisodeTotals }
 
-func (e *episodeSummary) add(ms []envrunner.RolloutMetrics) {
-	for _, m := range ms {
-		if m.Faulty {
-			continue
-		}
-		if e.n == 0 {
-			e.minRet, e.maxRet = math.Inf(1), math.Inf(-1)
-		}
-		e.n++
-		e.ret += m.EpisodeReturn
-		e.length += float64(m.EpisodeLength)
-		e.minRet, e.maxRet = min(e.minRet, m.EpisodeReturn), max(e.maxRet, m.EpisodeReturn)
-	}
-}
+func (e *episodeSummary) add(ms []envrunner.RolloutMetrics) { e.Add(ms) }
 
 func (e *episodeSummary) fill(m *samplerMetrics) {
-	m.NewEpisodes = e.n
-	if e.n == 0 {
+	m.NewEpisodes = e.N
+	if e.N == 0 {
 		return
 	}
-	mean, lmean, lo, hi := e.ret/float64(e.n), e.length/float64(e.n), e.minRet, e.maxRet
+	mean, lmean := e.Means()
+	lo, hi := e.ReturnMin, e.ReturnMax
 	m.EpisodeReturnMean, m.EpisodeLenMean, m.EpisodeReturnMin, m.EpisodeReturnMax = &mean, &lmean, &lo, &hi
 }
 

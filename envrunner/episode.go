@@ -415,3 +415,37 @@ func (a *agentRec) dropFirst(k int) {
 	a.t0 += int32(a.n)
 	a.n = 0
 }
+
+// EpisodeTotals sums finished episodes as a run's summary reports them (how many, mean return
+// and length, lowest and highest return), so that a caller can fold metrics in as they come
+// rather than keep every episode's. Faulty episodes are left out, as RLlib's
+// summarize_episodes leaves them out.
+type EpisodeTotals struct {
+	N                    int64
+	ReturnSum, LenSum    float64
+	ReturnMin, ReturnMax float64 // meaningful once N > 0
+}
+
+// Add counts the episodes of ms that are not faulty.
+func (e *EpisodeTotals) Add(ms []RolloutMetrics) {
+	for _, m := range ms {
+		if m.Faulty {
+			continue
+		}
+		if e.N == 0 {
+			e.ReturnMin, e.ReturnMax = m.EpisodeReturn, m.EpisodeReturn
+		}
+		e.N++
+		e.ReturnSum += m.EpisodeReturn
+		e.LenSum += float64(m.EpisodeLength)
+		e.ReturnMin, e.ReturnMax = min(e.ReturnMin, m.EpisodeReturn), max(e.ReturnMax, m.EpisodeReturn)
+	}
+}
+
+// Means returns the mean return and length (0 and 0 without an episode).
+func (e *EpisodeTotals) Means() (ret, length float64) {
+	if e.N == 0 {
+		return 0, 0
+	}
+	return e.ReturnSum / float64(e.N), e.LenSum / float64(e.N)
+}

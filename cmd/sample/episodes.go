@@ -1,46 +1,22 @@
 package main
 
-import (
-	"math"
+import "github.com/onnxrl/sampler/envrunner"
 
-	"github.com/onnxrl/sampler/envrunner"
-)
-
-// episodeTotals sums what sample run's summary says of the episodes (count, mean return and
-// length, lowest and highest return), so that a run can hand its runners' metrics over as it
-// goes rather than keep every episode's until the end. Faulty episodes are left out, as
-// RLlib's summarize_episodes leaves them out; they are counted apart (Counters).
-type episodeTotals struct {
-	n              int64
-	ret, length    float64
-	minRet, maxRet float64
-}
+// episodeTotals is what sample run's summary says of the episodes (envrunner.EpisodeTotals:
+// faulty ones left out, counted apart in Counters), handed over by the runners as they go.
+type episodeTotals struct{ envrunner.EpisodeTotals }
 
 // add counts the episodes of ms that are not faulty.
-func (e *episodeTotals) add(ms []envrunner.RolloutMetrics) {
-	for _, m := range ms {
-		if m.Faulty {
-			continue
-		}
-		if e.n == 0 {
-			e.minRet, e.maxRet = math.Inf(1), math.Inf(-1)
-		}
-		e.n++
-		e.ret += m.EpisodeReturn
-		e.length += float64(m.EpisodeLength)
-		e.minRet = min(e.minRet, m.EpisodeReturn)
-		e.maxRet = max(e.maxRet, m.EpisodeReturn)
-	}
-}
+func (e *episodeTotals) add(ms []envrunner.RolloutMetrics) { e.Add(ms) }
 
 // fill writes the totals into the summary (zeros without an episode).
 func (e *episodeTotals) fill(s *runSummary) {
-	s.Episodes = e.n
-	if e.n == 0 {
+	s.Episodes = e.N
+	if e.N == 0 {
 		return
 	}
-	s.EpisodeReturnMean, s.EpisodeLenMean = e.ret/float64(e.n), e.length/float64(e.n)
-	s.EpisodeReturnMin, s.EpisodeReturnMax = e.minRet, e.maxRet
+	s.EpisodeReturnMean, s.EpisodeLenMean = e.Means()
+	s.EpisodeReturnMin, s.EpisodeReturnMax = e.ReturnMin, e.ReturnMax
 }
 
 // takingMetrics returns sink, preceded by taking the group's ended episodes' metrics into

@@ -81,6 +81,6 @@ func TestTakingMetrics(t *testing.T) {
 	var batches, rows int64
 	require.NoError(t, g.Run(context.Background(), envrunner.GroupOptions{Sink: takingMetrics(g, totals.add, g.CountAndRelease(&batches, &rows))}))
 	assert.Empty(t, g.Metrics(nil), "metrics left in the runner")
-	require.Greater(t, totals.n, int64(50))
-	assert.Equal(t, g.Counters().Episodes, totals.n)
+	require.Greater(t, totals.N, int64(50))
+	assert.Equal(t, g.Counters().Episodes, totals.N)
 }

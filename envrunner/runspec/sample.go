@@ -2,7 +2,6 @@ package runspec
 
 import (
 	"context"
-	"math"
 	"reflect"
 	"time"
 
@@ -41,20 +40,16 @@ type EpisodeStats struct {
 	LenMean                          float64
 }
 
-// EpisodeStats summarizes r.Episodes (zeros without an episode).
+// EpisodeStats summarizes r.Episodes (zeros without an episode), as sample run's summary
+// does (envrunner.EpisodeTotals).
 func (r *Result) EpisodeStats() EpisodeStats {
-	s := EpisodeStats{Episodes: len(r.Episodes)}
-	if s.Episodes == 0 {
-		return s
+	var t envrunner.EpisodeTotals
+	t.Add(r.Episodes)
+	s := EpisodeStats{Episodes: int(t.N)}
+	if t.N > 0 {
+		s.ReturnMean, s.LenMean = t.Means()
+		s.ReturnMin, s.ReturnMax = t.ReturnMin, t.ReturnMax
 	}
-	s.ReturnMin, s.ReturnMax = math.Inf(1), math.Inf(-1)
-	for _, m := range r.Episodes {
-		s.ReturnMean += m.EpisodeReturn
-		s.LenMean += float64(m.EpisodeLength)
-		s.ReturnMin, s.ReturnMax = min(s.ReturnMin, m.EpisodeReturn), max(s.ReturnMax, m.EpisodeReturn)
-	}
-	s.ReturnMean /= float64(s.Episodes)
-	s.LenMean /= float64(s.Episodes)
 	return s
 }
 
