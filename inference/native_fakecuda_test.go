@@ -65,6 +65,7 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 		{"models-strict", "models", []string{"ONNXRL_FAKECUDA_DEFER=2"}},
 		{"models-unpinned", "models", []string{"ONNXRL_CUDA_PIN=0", "ONNXRL_FAKECUDA_DEFER=2"}},
 		{"graphs=0", "some", []string{"ONNXRL_CUDA_GRAPHS=0"}},
+		{"overlap=0", "models", []string{"ONNXRL_CUDA_OVERLAP=0", "ONNXRL_FAKECUDA_DEFER=1"}},
 		{"direct", "some", []string{"ONNXRL_CUDA_DIRECT_BYTES=0"}},
 		{"profile", "some", []string{"ONNXRL_CUDA_PROFILE=1"}},
 		{"out-of-memory", "oom", []string{"ONNXRL_FAKECUDA_MEM_LIMIT=4096"}},
@@ -83,7 +84,7 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 			for _, kv := range os.Environ() {
 				name, _, _ := strings.Cut(kv, "=")
 				switch name {
-				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_CUDA_PIN", "ONNXRL_FAKECUDA_MEM_LIMIT",
+				case "ONNXRL_CUDA_GRAPHS", "ONNXRL_CUDA_DIRECT_BYTES", "ONNXRL_CUDA_PROFILE", "ONNXRL_CUDA_PIN", "ONNXRL_CUDA_OVERLAP", "ONNXRL_FAKECUDA_MEM_LIMIT",
 					"ONNXRL_FAKECUDA_DEFER", "ONNXRL_FAKECUDA_DEVICES", "ONNXRL_FAKECUDA_DRIVER_VERSION",
 					"ONNXRL_FAKECUDA_COMPILE_ERROR", fakeCUDAWantEnv:
 					continue

@@ -63,10 +63,11 @@ step "2/3 speed: ours and the CPU provider"
 check "BenchmarkNativeCUDAVsCPU" $?
 # What each choice buys: no CUDA graphs; the sessions' tensors not pinned, so that every copy
 # is staged (pinned chunks) or direct (pageable) by size as before, every copy direct, every
-# copy staged; the pinned tensors' copies outside the graph; and the time of each phase
+# copy staged; the pinned tensors' copies outside the graph, or inside it but in line with the
+# kernels (no second stream); and the time of each phase
 # (ONNXRL_CUDA_PROFILE, eager with a sync per phase), pinned and not.
 for v in "GRAPHS=0 nographs" "PIN=0 unpinned" "PIN=0:DIRECT_BYTES=0 direct" "PIN=0:DIRECT_BYTES=1000000000000 staged" \
-  "GRAPH_COPIES=0 copies_outside" "PROFILE=1 profile" "PIN=0:PROFILE=1 profile_unpinned" "PIN=1 pinned_again"; do
+  "GRAPH_COPIES=0 copies_outside" "OVERLAP=0 overlap_off" "PROFILE=1 profile" "PIN=0:PROFILE=1 profile_unpinned" "PIN=1 pinned_again"; do
   set -- $v
   bt=0.5s; case $2 in profile*) bt=50x ;; esac
   vars=$(echo "$1" | sed 's/^/ONNXRL_CUDA_/; s/:/ ONNXRL_CUDA_/g')

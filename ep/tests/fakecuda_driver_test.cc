@@ -38,7 +38,7 @@ void ExpectCode(cu::CUresult got, cu::CUresult want, const std::string& what) {
 }
 
 constexpr cu::CUresult kInvalidValue = 1, kInvalidContext = 201, kNotFound = 500, kIllegalAddress = 700,
-                       kCaptureUnsupported = 900, kCaptureInvalidated = 901;
+                       kCaptureUnsupported = 900, kCaptureInvalidated = 901, kCaptureUnjoined = 904;
 
 }  // namespace
 
@@ -161,6 +161,45 @@ int main(int argc, char** argv) {
   ExpectCode(a.cuGraphLaunch(x, st), 0, "cuGraphLaunch");
   ExpectCode(a.cuStreamSynchronize(st), 0, "cuStreamSynchronize");
   Expect(pin[0] == 2.5f, "the replay uses the arguments as they were when captured");
+
+  // A second stream forked into the capture by an event and joined back by another: its work
+  // is in the graph; not joined back, the capture fails.
+  {
+    cu::CUstream side = nullptr;
+    cu::CUevent fork = nullptr, join = nullptr;
+    ExpectCode(a.cuStreamCreate(&side, cu::CU_STREAM_NON_BLOCKING), 0, "cuStreamCreate");
+    ExpectCode(a.cuEventCreate(&fork, cu::CU_EVENT_DISABLE_TIMING), 0, "cuEventCreate");
+    ExpectCode(a.cuEventCreate(&join, cu::CU_EVENT_DISABLE_TIMING), 0, "cuEventCreate");
+    for (bool rejoin : {true, false}) {
+      ExpectCode(a.cuStreamBeginCapture_v2(st, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), 0, "cuStreamBeginCapture");
+      v = 3.5f;
+      ExpectCode(a.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, st, fill_args, nullptr), 0, "a captured launch");
+      ExpectCode(a.cuEventRecord(fork, st), 0, "cuEventRecord into the capture");
+      ExpectCode(a.cuStreamWaitEvent(side, fork, 0), 0, "the side stream joins the capture");
+      ExpectCode(a.cuMemcpyDtoHAsync_v2(pin, d, 16 * sizeof(float), side), 0, "a copy on the side stream");
+      ExpectCode(a.cuEventRecord(join, side), 0, "cuEventRecord on the side stream");
+      if (rejoin) ExpectCode(a.cuStreamWaitEvent(st, join, 0), 0, "the origin joins the side stream back");
+      g = nullptr;
+      ExpectCode(a.cuStreamEndCapture(st, &g), rejoin ? 0 : kCaptureUnjoined, "cuStreamEndCapture");
+      if (!rejoin) {
+        Expect(g == nullptr, "no graph from a capture with a fork not joined back");
+        continue;
+      }
+      cu::CUgraphExec fx = nullptr;
+      ExpectCode(a.cuGraphInstantiateWithFlags(&fx, g, 0), 0, "cuGraphInstantiate");
+      ExpectCode(a.cuGraphDestroy(g), 0, "cuGraphDestroy");
+      ExpectCode(a.cuGraphLaunch(fx, st), 0, "cuGraphLaunch");
+      ExpectCode(a.cuStreamSynchronize(st), 0, "cuStreamSynchronize");
+      Expect(pin[0] == 3.5f, "the side stream's copy is in the graph, after the fill");
+      ExpectCode(a.cuGraphExecDestroy(fx), 0, "cuGraphExecDestroy");
+    }
+    ExpectCode(a.cuLaunchKernel(fill, 1, 1, 1, 64, 1, 1, 0, side, fill_args, nullptr), 0,
+               "the side stream is its own again after the capture");
+    ExpectCode(a.cuStreamSynchronize(side), 0, "cuStreamSynchronize");
+    ExpectCode(a.cuEventDestroy_v2(fork), 0, "cuEventDestroy");
+    ExpectCode(a.cuEventDestroy_v2(join), 0, "cuEventDestroy");
+    ExpectCode(a.cuStreamDestroy_v2(side), 0, "cuStreamDestroy");
+  }
 
   // Refused while capturing: allocations, synchronous copies, synchronizing the stream.
   ExpectCode(a.cuStreamBeginCapture_v2(st, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), 0, "cuStreamBeginCapture");

@@ -87,6 +87,7 @@ struct DriverApi {
   CUresult (*cuGraphDestroy)(CUgraph);
   CUresult (*cuEventCreate)(CUevent*, unsigned flags);
   CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned flags);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventDestroy_v2)(CUevent);
 };

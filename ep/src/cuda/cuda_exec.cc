@@ -49,6 +49,14 @@ bool UseGraphs() {
   return use;
 }
 
+bool Overlap() {
+  static const bool on = [] {
+    const char* v = std::getenv("ONNXRL_CUDA_OVERLAP");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 bool GraphCopies() {
   static const bool on = [] {
     const char* v = std::getenv("ONNXRL_CUDA_GRAPH_COPIES");
@@ -230,6 +238,7 @@ CudaExecutor::CudaExecutor(Plan plan, CudaDevice& dev) : plan_(std::move(plan)),
   const auto& a = dev_.api();
   dev_.MakeCurrent();
   CuCheck(a, a.cuStreamCreate(&stream_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  CuCheck(a, a.cuStreamCreate(&side_, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   consts_.assign(plan_.values.size(), 0);
   for (size_t v = 0; v < plan_.values.size(); v++) {
     const Value& val = plan_.values[v];
@@ -265,6 +274,7 @@ CudaExecutor::~CudaExecutor() {
   for (cu::CUdeviceptr p : consts_)
     if (p != 0) a.cuMemFree_v2(p);
   if (stream_ != nullptr) a.cuStreamDestroy_v2(stream_);
+  if (side_ != nullptr) a.cuStreamDestroy_v2(side_);
 }
 
 void CudaExecutor::Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what) {
@@ -287,6 +297,9 @@ void CudaExecutor::Release(Sig& s) {
   for (cu::CUevent e : s.events)
     if (e != nullptr) a.cuEventDestroy_v2(e);
   s.events.clear();
+  for (cu::CUevent e : s.marks)
+    if (e != nullptr) a.cuEventDestroy_v2(e);
+  s.marks.clear();
   for (void* p : s.pin_in) a.cuMemFreeHost(p);
   for (void* p : s.pin_out) a.cuMemFreeHost(p);
   s.pin_in.clear();
@@ -535,9 +548,13 @@ void CudaExecutor::Capture(Sig& s, bool with_copies) {
   CuCheck(a, a.cuStreamBeginCapture_v2(stream_, cu::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
   cu::CUgraph g = nullptr;
   try {
-    if (with_copies) CopyIn(s);
-    RecordKernels(s, true);
-    if (with_copies) CopyOut(s);
+    if (with_copies && Overlap()) {
+      CaptureOverlapped(s);
+    } else {
+      if (with_copies) CopyIn(s);
+      RecordKernels(s, true);
+      if (with_copies) CopyOut(s);
+    }
   } catch (...) {
     a.cuStreamEndCapture(stream_, &g);
     if (g != nullptr) a.cuGraphDestroy(g);
@@ -555,21 +572,84 @@ void CudaExecutor::Capture(Sig& s, bool with_copies) {
   }
 }
 
-void CudaExecutor::RecordKernels(Sig& s, bool capturing) {
+void CudaExecutor::RecordKernels(Sig& s, bool capturing, const StepHooks* hooks) {
+  // each calls f for every value the steps in list read (or write).
+  auto each = [&](const std::vector<size_t>& list, bool outs, const std::function<void(int)>& f) {
+    for (size_t x : list)
+      for (int v : outs ? plan_.steps[x]->out : plan_.steps[x]->in)
+        if (v >= 0) f(v);
+  };
   for (size_t si = 0; si < plan_.steps.size(); si++) {
     auto group = groups_.find(si);
     if (group != groups_.end()) {
-      Mlp(s, group->second);
+      const DenseGroup& g = group->second;
+      if (hooks != nullptr) {
+        each(g.trunk, false, hooks->before);
+        each(g.heads, false, hooks->before);
+      }
+      Mlp(s, g);
+      if (hooks != nullptr) {
+        each(g.trunk, true, hooks->after);
+        each(g.heads, true, hooks->after);
+      }
       continue;
     }
     if (in_group_[si]) continue;
+    if (hooks != nullptr) each({si}, false, hooks->before);
     DeviceContext c(*this, s.run, s.dptr, s.scratch, si, capturing);
     try {
       plan_.steps[si]->Device(c);
     } catch (Error& e) {
       throw Error{"node " + plan_.steps[si]->node + ": " + e.msg};
     }
+    if (hooks != nullptr) each({si}, true, hooks->after);
   }
+}
+
+void CudaExecutor::CaptureOverlapped(Sig& s) {
+  const auto& a = dev_.api();
+  const size_t nin = plan_.inputs.size(), nout = plan_.outputs.size();
+  if (s.marks.empty()) {
+    s.marks.assign(2 + nin + nout, nullptr);
+    for (auto& e : s.marks) CuCheck(a, a.cuEventCreate(&e, cu::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  }
+  cu::CUevent fork = s.marks[0], join = s.marks[1];
+  const cu::CUevent* in_ready = s.marks.data() + 2;
+  const cu::CUevent* out_ready = s.marks.data() + 2 + nin;
+  CuCheck(a, a.cuEventRecord(fork, stream_), "cuEventRecord");
+  CuCheck(a, a.cuStreamWaitEvent(side_, fork, 0), "cuStreamWaitEvent");
+  std::vector<int> input_of(plan_.values.size(), -1);
+  for (size_t i = 0; i < nin; i++) {
+    input_of[plan_.inputs[i]] = static_cast<int>(i);
+    if (s.in_bytes[i] == 0) continue;
+    CuCheck(a, a.cuMemcpyHtoDAsync_v2(s.dptr[plan_.inputs[i]], in_.data[i], s.in_bytes[i], side_), "cuMemcpyHtoDAsync");
+    CuCheck(a, a.cuEventRecord(in_ready[i], side_), "cuEventRecord");
+  }
+  std::vector<char> waited(nin, 0), copied(nout, 0);
+  auto copy_out = [&](size_t o) {
+    const Value& val = plan_.values[plan_.outputs[o]];
+    if (copied[o] || val.input >= 0 || val.is_const || s.out_bytes[o] == 0) return;
+    copied[o] = 1;
+    CuCheck(a, a.cuEventRecord(out_ready[o], stream_), "cuEventRecord");
+    CuCheck(a, a.cuStreamWaitEvent(side_, out_ready[o], 0), "cuStreamWaitEvent");
+    CuCheck(a, a.cuMemcpyDtoHAsync_v2(out_data_[o], s.dptr[plan_.outputs[o]], s.out_bytes[o], side_),
+            "cuMemcpyDtoHAsync");
+  };
+  StepHooks hooks;
+  hooks.before = [&](int v) {
+    const int i = input_of[v];
+    if (i < 0 || waited[i] || s.in_bytes[i] == 0) return;
+    waited[i] = 1;
+    CuCheck(a, a.cuStreamWaitEvent(stream_, in_ready[i], 0), "cuStreamWaitEvent");
+  };
+  hooks.after = [&](int v) {
+    for (size_t o = 0; o < nout; o++)
+      if (plan_.outputs[o] == v) copy_out(o);
+  };
+  RecordKernels(s, true, &hooks);
+  for (size_t o = 0; o < nout; o++) copy_out(o);  // outputs no step writes (aliases of inputs)
+  CuCheck(a, a.cuEventRecord(join, side_), "cuEventRecord");
+  CuCheck(a, a.cuStreamWaitEvent(stream_, join, 0), "cuStreamWaitEvent");
 }
 
 OrtStatus* CudaExecutor::Compute(OrtKernelContext* ctx) noexcept {

@@ -6,6 +6,7 @@
 // The runtime's tensors stay on the CPU (the factory registers no device allocator).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,10 @@ bool UseGraphs();
 // captures its copies into its CUDA graph too, so that a run is one graph launch
 // ($ONNXRL_CUDA_GRAPH_COPIES=0 keeps them outside, for measuring).
 bool GraphCopies();
+// Overlap reports whether a capture with the copies puts them on a second stream, so that they
+// overlap the kernels that do not need them ($ONNXRL_CUDA_OVERLAP=0 keeps them in line, for
+// measuring).
+bool Overlap();
 // DirectBytes is the size of a run's inputs and outputs together from which they are copied
 // straight from and to the runtime's (pageable) tensors, the driver staging them, instead of
 // through the signature's pinned buffers and a host copy ($ONNXRL_CUDA_DIRECT_BYTES overrides,
@@ -98,13 +103,27 @@ class CudaExecutor {
     // the run's buffers are those.
     bool graph_copies = false;
     std::vector<const void*> io;
+    // The events of a capture whose copies run on the side stream (Overlap): the fork, the
+    // join, one per input (copied in), one per output (produced).
+    std::vector<cu::CUevent> marks;
+  };
+
+  // StepHooks let a capture wait for a step's inputs and copy its outputs out as soon as it
+  // is issued (Capture with the copies on the side stream).
+  struct StepHooks {
+    std::function<void(int)> before;  // for each value a step reads
+    std::function<void(int)> after;   // for each value a step writes, once it is issued
   };
 
   Sig& Resolve(const Inputs& in);
   void Release(Sig& s);
   void Alloc(cu::CUdeviceptr* p, size_t bytes, const std::string& what);
   // RecordKernels issues the steps' launches alone (the fused MLP chains as one each).
-  void RecordKernels(Sig& s, bool capturing);
+  void RecordKernels(Sig& s, bool capturing, const StepHooks* hooks = nullptr);
+  // CaptureOverlapped issues a capture's copies on side_, each input's before the first step
+  // that reads it waits for it, each output's as soon as the step that writes it is issued,
+  // so that they overlap the kernels that do not need them.
+  void CaptureOverlapped(Sig& s);
   // Mlp runs a group of Dense steps (ops.h, FindDenseGroups) as one onnxrl_mlp launch.
   void Mlp(Sig& s, const DenseGroup& g);
   // CopyIn and CopyOut issue a run's copies on the stream: straight from and to the runtime's
@@ -129,6 +148,7 @@ class CudaExecutor {
   Plan plan_;
   CudaDevice& dev_;
   cu::CUstream stream_ = nullptr;
+  cu::CUstream side_ = nullptr;  // the copies of an overlapped capture
   std::mutex mu_;
   std::vector<std::unique_ptr<Sig>> sigs_;
   std::unordered_map<const void*, cu::CUdeviceptr> resident_;

@@ -115,6 +115,7 @@ void LoadDriverOnce(DriverHolder& h) {
   Bind(lib, "cuGraphDestroy", &a.cuGraphDestroy, &missing);
   Bind(lib, "cuEventCreate", &a.cuEventCreate, &missing);
   Bind(lib, "cuEventRecord", &a.cuEventRecord, &missing);
+  Bind(lib, "cuStreamWaitEvent", &a.cuStreamWaitEvent, &missing);
   Bind(lib, "cuEventSynchronize", &a.cuEventSynchronize, &missing);
   Bind(lib, "cuEventDestroy_v2", &a.cuEventDestroy_v2, &missing);
   if (!missing.empty()) {

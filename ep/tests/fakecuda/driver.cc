@@ -67,6 +67,8 @@ constexpr CUresult kNotFound = 500;
 constexpr CUresult kIllegalAddress = 700;
 constexpr CUresult kCaptureUnsupported = 900;
 constexpr CUresult kCaptureInvalidated = 901;
+constexpr CUresult kCaptureUnjoined = 904;
+constexpr CUresult kCaptureIsolation = 905;
 constexpr CUresult kCaptureWrongThread = 908;
 
 constexpr int kDriverVersion = 13000;
@@ -96,6 +98,8 @@ constexpr Named kErrors[] = {
     {kIllegalAddress, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {kCaptureUnsupported, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
     {kCaptureInvalidated, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+    {kCaptureUnjoined, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capture sequence contains a fork that was not joined to the primary stream"},
+    {kCaptureIsolation, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "capture dependency was not captured"},
     {kCaptureWrongThread, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
 };
 
@@ -141,6 +145,12 @@ struct Stream {
   int mode = 0;
   std::thread::id thread;  // the capturing thread
   std::unique_ptr<Graph> graph;
+  // A stream that joined another's capture (it waited on an event recorded there): its work
+  // goes into origin's graph, in issue order (one valid order of the graph's dependencies).
+  // issued counts its captured ops, joined how many of them the origin has waited for: the
+  // capture ends only when every joined stream is joined back (joined == issued).
+  Stream* origin = nullptr;
+  size_t issued = 0, joined = 0;
   std::vector<Op> pending;  // issued and not yet run (ONNXRL_FAKECUDA_DEFER)
   size_t base = 0;          // how many ops of this stream have left pending (run), for events
 };
@@ -148,6 +158,10 @@ struct Stream {
 // Event marks a point in a stream's work: cuEventSynchronize runs the stream's pending work up
 // to it, and no further (ONNXRL_FAKECUDA_DEFER), so a read past it shows stale bytes.
 struct Event {
+  // Recorded into a capture: the capture's origin stream, and how many captured ops the
+  // recording stream had issued by then (what a wait on it by the origin joins back).
+  Stream* capture = nullptr;
+  size_t captured = 0;
   Stream* stream = nullptr;
   size_t target = 0;  // the stream's base + pending size when recorded
   bool recorded = false;
@@ -339,20 +353,22 @@ CUresult Issue(CUstream h, Op op) {
   if (CUresult r = CheckStream(s, h)) return r;
   auto* st = reinterpret_cast<Stream*>(h);
   if (st != nullptr && st->capturing) {
-    if (st->invalidated) return kCaptureInvalidated;
+    Stream* origin = st->origin != nullptr ? st->origin : st;
+    if (origin->invalidated) return kCaptureInvalidated;
     if (CUresult r = CheckOp(s, op)) {
-      st->invalidated = true;
+      origin->invalidated = true;
       return r;
     }
     // A graph's copy node reads or writes its host buffer at every launch: the driver refuses
     // to capture a copy to or from pageable memory.
     const void* host = op.kernel != nullptr || op.bytes == 0 ? nullptr : !op.dst_device ? op.dst : !op.src_device ? op.src : nullptr;
     if (host != nullptr && !HostPinned(s, host, op.bytes)) {
-      st->invalidated = true;
+      origin->invalidated = true;
       return Misuse(kCaptureUnsupported, "%s of %zu bytes captured from or to pageable host memory %p", op.what,
                     op.bytes, host);
     }
-    st->graph->ops.push_back(std::move(op));
+    origin->graph->ops.push_back(std::move(op));
+    if (st != origin) st->issued++;
     return 0;
   }
   if (s.defer > 0 && st != nullptr) {
@@ -803,12 +819,22 @@ ONNXRL_FAKECUDA_EXPORT CUresult cuStreamEndCapture(CUstream stream, CUgraph* gra
   if (st == nullptr || !st->capturing) return Misuse(kIllegalState, "cuStreamEndCapture of a stream not being captured");
   if (st->mode != 2 && st->thread != std::this_thread::get_id())
     return Misuse(kCaptureWrongThread, "cuStreamEndCapture on another thread than cuStreamBeginCapture's");
+  if (st->origin != nullptr) return Misuse(kIllegalState, "cuStreamEndCapture of a stream that joined another's capture");
   st->capturing = false;
   if (st->mode == kModeGlobal) s.global_captures--;
   if (t_capture == st) t_capture = nullptr;
   std::unique_ptr<Graph> g = std::move(st->graph);
   *graph = nullptr;
+  bool unjoined = false;
+  for (Stream* x : s.streams) {
+    if (x->origin != st) continue;
+    unjoined = unjoined || x->joined != x->issued;
+    x->capturing = false;
+    x->origin = nullptr;
+    x->issued = x->joined = 0;
+  }
   if (st->invalidated) return kCaptureInvalidated;
+  if (unjoined) return Misuse(kCaptureUnjoined, "cuStreamEndCapture with work of another stream not joined back");
   s.graphs.insert(g.get());
   *graph = reinterpret_cast<CUgraph>(g.release());
   return 0;
@@ -863,10 +889,61 @@ ONNXRL_FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   if (!s.events.count(e)) return Misuse(kInvalidHandle, "cuEventRecord of an event that is not live");
   if (CUresult r = CheckStream(s, stream)) return r;
   auto* st = reinterpret_cast<Stream*>(stream);
-  if (st != nullptr && st->capturing) return Misuse(kCaptureUnsupported, "cuEventRecord into a capture (not emulated)");
+  if (st != nullptr && st->capturing) {
+    e->capture = st->origin != nullptr ? st->origin : st;
+    e->captured = st->issued;
+    e->stream = st;
+    e->recorded = true;
+    return 0;
+  }
+  e->capture = nullptr;
   e->stream = st;
   e->target = st != nullptr ? st->base + st->pending.size() : 0;
   e->recorded = true;
+  return 0;
+}
+
+// cuStreamWaitEvent: in a capture, the fork and join of another stream (a stream that waits
+// on an event recorded into a capture joins it; the origin waiting on a joined stream's event
+// joins that stream's work back); outside one, the event's stream runs up to it first.
+ONNXRL_FAKECUDA_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return kNotInitialized;
+  auto* e = reinterpret_cast<Event*>(event);
+  if (!s.events.count(e)) return Misuse(kInvalidHandle, "cuStreamWaitEvent on an event that is not live");
+  if (flags != 0) return kInvalidValue;
+  if (CUresult r = CheckStream(s, stream)) return r;
+  auto* st = reinterpret_cast<Stream*>(stream);
+  if (e->capture != nullptr) {
+    Stream* origin = e->capture;
+    if (!origin->capturing) return Misuse(kIllegalState, "cuStreamWaitEvent on an event of a capture that has ended");
+    if (st == nullptr) return Misuse(kCaptureIsolation, "the legacy stream waits on an event of a capture");
+    if (st == origin) {
+      if (e->stream != origin) e->stream->joined = std::max(e->stream->joined, e->captured);
+      return 0;
+    }
+    if (!st->capturing) {
+      st->capturing = true;
+      st->origin = origin;
+      st->issued = st->joined = 0;
+      return 0;
+    }
+    if (st->origin != origin) return Misuse(kCaptureIsolation, "a stream waits on an event of another capture");
+    return 0;
+  }
+  if (st != nullptr && st->capturing)
+    return Misuse(kCaptureIsolation, "a capturing stream waits on an event recorded outside the capture");
+  if (!e->recorded || e->stream == nullptr || !s.streams.count(e->stream)) return 0;
+  Stream* from = e->stream;
+  if (e->target > from->base) {
+    size_t n = std::min(e->target - from->base, from->pending.size());
+    std::vector<Op> head(std::make_move_iterator(from->pending.begin()),
+                         std::make_move_iterator(from->pending.begin() + static_cast<std::ptrdiff_t>(n)));
+    from->pending.erase(from->pending.begin(), from->pending.begin() + static_cast<std::ptrdiff_t>(n));
+    from->base += n;
+    if (CUresult r = Run(s, &head)) return r;
+  }
   return 0;
 }
 
@@ -955,5 +1032,6 @@ ONNXRL_FAKECUDA_SAME_TYPE(cuGraphExecDestroy);
 ONNXRL_FAKECUDA_SAME_TYPE(cuGraphDestroy);
 ONNXRL_FAKECUDA_SAME_TYPE(cuEventCreate);
 ONNXRL_FAKECUDA_SAME_TYPE(cuEventRecord);
+ONNXRL_FAKECUDA_SAME_TYPE(cuStreamWaitEvent);
 ONNXRL_FAKECUDA_SAME_TYPE(cuEventSynchronize);
 ONNXRL_FAKECUDA_SAME_TYPE(cuEventDestroy_v2);
