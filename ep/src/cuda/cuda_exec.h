@@ -155,6 +155,7 @@ class CudaExecutor {
   std::vector<cu::CUdeviceptr> consts_;  // per value: constants uploaded at construction (0 otherwise)
   std::map<size_t, DenseGroup> groups_;  // by the group's first step
   std::vector<bool> in_group_;         // per step: run inside a group
+  bool overlappable_ = false;          // a capture's copies can overlap launches (FindGroups)
   Inputs in_;
   std::vector<void*> out_data_;
 };
