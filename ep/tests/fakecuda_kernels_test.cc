@@ -522,32 +522,17 @@ void TestRnn() {
           Compare(what + " Y", dy.data(), y.data(), y.size());
           Compare(what + " Y_h", h.data(), yh.data(), yh.size());
           Compare(what + " Y_c", c.data(), yc.data(), yc.size());
-        }
-        // LSTM, one step in one launch (the state read and written in different buffers)
-        {
-          const long long G = 4 * H;
-          Buf x(B * I), wx(I * G), wh(H * G), bx(G), bh(G), h0(B * H), c0(B * H);
-          for (Buf* b : {&x, &wx, &wh, &bx, &bh, &h0, &c0}) Fill(*b);
-          RnnWeights rw;
-          rw.I = I;
-          rw.H = H;
-          rw.wx = wx.data();
-          rw.wh = wh.data();
-          rw.bx = bx.data();
-          rw.bh = bh.data();
-          std::vector<float> y(B * H), yh(B * H), yc(B * H), scratch(RnnScratch(4, I, H, B));
+          // The first step in one launch (the state read and written in different buffers).
           HostLstm(rw, x.data(), 1, B, h0.data(), c0.data(), y.data(), yh.data(), yc.data(), scratch.data());
-          Buf h(B * H), c(B * H), dy(B * H);
-          int h_int = static_cast<int>(H), i_int = static_cast<int>(I);
+          int i_int = static_cast<int>(I);
           cu::CUdeviceptr px = Dev(x.data()), ph0 = Dev(h0.data()), pc0 = Dev(c0.data()), pwx = Dev(wx.data()),
                           pwh = Dev(wh.data()), pbx = Dev(bx.data()), pbh = Dev(bh.data()), pc = Dev(c.data()),
                           ph = Dev(h.data()), py = Dev(dy.data());
           Grid("onnxrl_lstm_step", (B + 3) / 4 * H,
                {&px, &ph0, &pc0, &pwx, &pwh, &pbx, &pbh, &pc, &ph, &py, &B, &i_int, &h_int});
-          std::string what = "lstm_step B=" + std::to_string(B) + " H=" + std::to_string(H) + " I=" + std::to_string(I);
-          Compare(what + " Y", dy.data(), y.data(), y.size());
-          Compare(what + " Y_h", h.data(), yh.data(), yh.size());
-          Compare(what + " Y_c", c.data(), yc.data(), yc.size());
+          Compare("lstm_step" + what.substr(4) + " Y", dy.data(), y.data(), B * H);
+          Compare("lstm_step" + what.substr(4) + " Y_h", h.data(), yh.data(), yh.size());
+          Compare("lstm_step" + what.substr(4) + " Y_c", c.data(), yc.data(), yc.size());
         }
         // GRU, both forms
         for (bool lbr : {true, false}) {
