@@ -55,9 +55,15 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 		return nil, err
 	}
 	timeout := time.Duration(o.TimeoutMS) * time.Millisecond
+	// With "out", an idle env's Poll returns at the flush interval, so that the steps taken
+	// before the simulator went quiet are written then, not at its next call or at close.
+	var flushEvery time.Duration
+	if o.Out != "" {
+		flushEvery = time.Duration(o.FlushIntervalMS) * time.Millisecond
+	}
 	ext, err := externalenv.New(externalenv.Options{ObservationSpace: p.Spec.ObservationSpace, ActionSpace: p.Spec.ActionSpace,
 		MaxConcurrentEpisodes: o.MaxEpisodes, Timeout: timeout, MaxBatch: o.MaxBatch,
-		MaxWait: time.Duration(o.MaxWaitUS) * time.Microsecond})
+		MaxWait: time.Duration(o.MaxWaitUS) * time.Microsecond, IdlePoll: flushEvery})
 	if err != nil {
 		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
@@ -81,7 +87,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 	if err != nil {
 		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
 	}
-	var write func(*envrunner.MultiAgentBatch) error
+	so := server.SamplerOptions{FlushInterval: flushEvery}
 	if o.Out != "" {
 		wo, _ := o.outputOptions() // checked by readOptions
 		wo.Metadata = output.Source{Env: "external", Seed: o.Seed, Explore: o.Explore, ObsSpace: p.Spec.ObservationSpace,
@@ -89,13 +95,15 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 		if e.writer, err = output.NewWriter(o.Out, wo); err != nil {
 			return nil, withStatus(statusIO, fmt.Errorf("onnxrl: %w", err))
 		}
-		write = func(b *envrunner.MultiAgentBatch) error { return withStatus(statusIO, e.writer.Write(b)) }
+		w := e.writer
+		so.Write = func(b *envrunner.MultiAgentBatch) error { return withStatus(statusIO, w.Write(b)) }
+		so.Flush = func() error { return withStatus(statusIO, w.Flush()) }
 	}
 	ext.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error {
 		<-e.loopDone
 		return nil
 	})
-	e.sampler = server.StartSampler(e.runner, write)
+	e.sampler = server.StartSamplerWith(e.runner, so)
 	go e.watch()
 	return e, nil
 }

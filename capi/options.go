@@ -57,13 +57,17 @@ type envOptions struct {
 	MaxBatch       int    `json:"max_batch"`
 	TimeoutMS      int64  `json:"timeout_ms"`
 	FragmentLength int    `json:"fragment_length"`
+	// FlushIntervalMS bounds what a crash of the host loses with "out": at least this often
+	// the steps collected so far are written and the file made durable (a Parquet file
+	// closed with its footer and renamed from .partial), as sample serve's --flush-interval.
+	FlushIntervalMS int64 `json:"flush_interval_ms"`
 	// RaiseGOMAXPROCS lets the env's waiting threads raise GOMAXPROCS (procs.go).
 	RaiseGOMAXPROCS bool `json:"raise_gomaxprocs"`
 }
 
 func defaultEnvOptions() envOptions {
 	return envOptions{policyOptions: defaultPolicyOptions(), MaxEpisodes: 100, Explore: true,
-		MaxFileSize: 64 << 20, TimeoutMS: 60_000, FragmentLength: 200, RaiseGOMAXPROCS: true}
+		MaxFileSize: 64 << 20, TimeoutMS: 60_000, FragmentLength: 200, FlushIntervalMS: 5000, RaiseGOMAXPROCS: true}
 }
 
 func (o *envOptions) check() error {
@@ -86,6 +90,8 @@ func (o *envOptions) check() error {
 		return errors.New("\"timeout_ms\" 0: want a positive time (negative: no timeout)")
 	case o.FragmentLength < 1:
 		return fmt.Errorf("\"fragment_length\" %d: want >= 1", o.FragmentLength)
+	case o.FlushIntervalMS < 0 || o.FlushIntervalMS > 86_400_000:
+		return fmt.Errorf("\"flush_interval_ms\" %d: want 0..86400000 (0: write only complete fragments and at close)", o.FlushIntervalMS)
 	}
 	if _, err := o.outputOptions(); err != nil {
 		return err

@@ -151,7 +151,10 @@ int onnxrl_policy_close(onnxrl_policy *p);
    request is pending, wait this long for more to batch; default 0), "max_batch" (most
    observations per inference, default min(1024, max_episodes)), "timeout_ms" (longest wait
    for an action, default 60000, negative: none), "fragment_length" (steps per episode slot
-   in a sample batch, default 200), "raise_gomaxprocs" (default true: see the process rules
+   in a sample batch, default 200), "flush_interval_ms" (with "out": at least this often the
+   steps so far are written and the file closed durably, a Parquet file with its footer and
+   renamed from .partial, so that a killed host loses at most this long's steps; default 5000,
+   0: only complete fragments and at close), "raise_gomaxprocs" (default true: see the process rules
    above), "device", "threads", "normalize_actions", "clip_actions", "max_model_bytes" (as
    for onnxrl_policy_open). */
 int onnxrl_env_open(const char *model, const char *options_json, onnxrl_env **out);

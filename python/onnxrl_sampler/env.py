@@ -38,7 +38,9 @@ class Env(_Handle):
         seed: seed of the action sampling.
         **options: the other keys of ``onnxrl_env_open``: ``device``, ``threads``,
             ``max_wait_us``, ``max_batch``, ``timeout_ms``, ``fragment_length``,
-            ``max_file_size``, ``normalize_actions``, ``clip_actions``, ``max_model_bytes``
+            ``max_file_size``, ``flush_interval_ms`` (with ``out``: write and close the file
+            durably at least this often, default 5000; 0: only full fragments and at close),
+            ``normalize_actions``, ``clip_actions``, ``max_model_bytes``
             (the largest model file read, default 1 GiB), ``raise_gomaxprocs`` (default True:
             threads waiting in get_action(s) raise the library's GOMAXPROCS; see the C
             header). A misspelt key is an InvalidArgumentError; a device this machine cannot
