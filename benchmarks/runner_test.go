@@ -311,10 +311,10 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 	return r
 }
 
-// BenchmarkSampleRun runs what `sample run --env CartPole-v1 --num-envs 256` runs without an
-// output file (a Group over the runner, a sink that takes the episodes' metrics, counts each
-// batch and releases it, so every batch is built and handed over) against BenchmarkRunner's
-// floor, interleaved in rounds of two fragments (400 steps of every sub-environment) so that
+// BenchmarkSampleRun runs what `sample run --env CartPole-v1 --num-envs N` runs without an
+// output file, at N = 256 and 4096 (a Group over the runner, a sink that takes the episodes'
+// metrics, counts each batch and releases it, so every batch is built and handed over)
+// against BenchmarkRunner's floor, interleaved in rounds of two fragments (400 steps of every sub-environment) so that
 // both see the same machine (and "cpu-ratio", the same ratio of CPU times, steadier on a
 // machine shared with other work: see cpuTime). Each round is one Group.Run up to the
 // round's env steps (the group's batches are reused from round to round, as from batch to
@@ -329,80 +329,86 @@ func newSampleRunRunner(tb testing.TB, p *models.Policy, n int, explore bool) *e
 func BenchmarkSampleRun(b *testing.B) {
 	p := cartpoleMLP(b)
 	for _, mode := range []string{"greedy", "explore"} {
-		b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, runnerEnvs), func(b *testing.B) {
-			runtime.LockOSThread() // see BenchmarkRunner's doc
-			defer runtime.UnlockOSThread()
-			f := newFloor(b, p, runnerEnvs)
-			defer f.sess.Close()
-			r := newSampleRunRunner(b, p, runnerEnvs, mode == "explore")
-			defer r.Close()
-			const round = 400 // two fragments: both batches of the group's pool go round
-			var batches, rows int64
-			var steps int64
-			g := envrunner.NewGroup([]*envrunner.Runner{r}) // r is closed above
-			count := g.CountAndRelease(&batches, &rows)     // sample run's sink without --out,
-			var ms []envrunner.RolloutMetrics               // after it takes the episodes' metrics
-			var episodes int
-			sink := func(mb *envrunner.MultiAgentBatch) error {
-				ms = g.Metrics(ms[:0])
-				episodes += len(ms)
-				return count(mb)
-			}
-			runRound := func() (time.Duration, time.Duration) {
-				steps += round * runnerEnvs
-				r.SetLimits(steps, 0)
-				t, c := time.Now(), cpuTime()
-				err := g.Run(context.Background(), envrunner.GroupOptions{Sink: sink})
-				d, dc := time.Since(t), cpuTime()-c
-				if err != nil {
-					b.Fatal(err)
-				}
-				return d, dc
-			}
-			for range 3 { // warm up: buffers, pools and bindings reach their size
-				for range round {
-					f.step(b)
-				}
-				runRound()
-			}
-			var floorT, runT, floorCPU, runCPU time.Duration
-			var floorSteps int
-			c0, p0 := r.Counters(), r.PerfStats()
-			f.runT = 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				t0, cpu0 := time.Now(), cpuTime()
-				for range round {
-					floorSteps += f.step(b)
-				}
-				floorT += time.Since(t0)
-				floorCPU += cpuTime() - cpu0
-				d, dc := runRound()
-				runT += d
-				runCPU += dc
-			}
-			b.StopTimer()
-			runSteps := r.Counters().EnvSteps - c0.EnvSteps
-			fs := float64(floorSteps) / floorT.Seconds()
-			rs := float64(runSteps) / runT.Seconds()
-			b.ReportMetric(fs, "floor-steps/s")
-			b.ReportMetric(rs, "run-steps/s")
-			b.ReportMetric(rs/fs, "ratio")
-			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
-			// The runner's phases over the timed rounds: PerfStats are means over its steps.
-			c1, p1 := r.Counters(), r.PerfStats()
-			phase := func(ms func(envrunner.PerfStats) float64) float64 {
-				total := ms(p1)*float64(c1.Steps) - ms(p0)*float64(c0.Steps) // ms
-				return total * 1e6 / float64(runSteps)
-			}
-			b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanSampleOutputMs }), "take-ns/env-step")
-			b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanInferenceMs }), "run-inference-ns/env-step")
-			b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
-			if rows == 0 || episodes == 0 {
-				b.Fatalf("%d rows built, %d episodes' metrics taken", rows, episodes)
-			}
-		})
+		for _, envs := range []int{runnerEnvs, 4096} {
+			b.Run(fmt.Sprintf("mode=%s/envs=%d", mode, envs), func(b *testing.B) {
+				benchmarkSampleRun(b, p, mode, envs)
+			})
+		}
+	}
+}
+
+func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
+	runtime.LockOSThread() // see BenchmarkRunner's doc
+	defer runtime.UnlockOSThread()
+	f := newFloor(b, p, envs)
+	defer f.sess.Close()
+	r := newSampleRunRunner(b, p, envs, mode == "explore")
+	defer r.Close()
+	const round = 400 // two fragments: both batches of the group's pool go round
+	var batches, rows int64
+	var steps int64
+	g := envrunner.NewGroup([]*envrunner.Runner{r}) // r is closed above
+	count := g.CountAndRelease(&batches, &rows)     // sample run's sink without --out,
+	var ms []envrunner.RolloutMetrics               // after it takes the episodes' metrics
+	var episodes int
+	sink := func(mb *envrunner.MultiAgentBatch) error {
+		ms = g.Metrics(ms[:0])
+		episodes += len(ms)
+		return count(mb)
+	}
+	runRound := func() (time.Duration, time.Duration) {
+		steps += round * int64(envs)
+		r.SetLimits(steps, 0)
+		t, c := time.Now(), cpuTime()
+		err := g.Run(context.Background(), envrunner.GroupOptions{Sink: sink})
+		d, dc := time.Since(t), cpuTime()-c
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, dc
+	}
+	for range 3 { // warm up: buffers, pools and bindings reach their size
+		for range round {
+			f.step(b)
+		}
+		runRound()
+	}
+	var floorT, runT, floorCPU, runCPU time.Duration
+	var floorSteps int
+	c0, p0 := r.Counters(), r.PerfStats()
+	f.runT = 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0, cpu0 := time.Now(), cpuTime()
+		for range round {
+			floorSteps += f.step(b)
+		}
+		floorT += time.Since(t0)
+		floorCPU += cpuTime() - cpu0
+		d, dc := runRound()
+		runT += d
+		runCPU += dc
+	}
+	b.StopTimer()
+	runSteps := r.Counters().EnvSteps - c0.EnvSteps
+	fs := float64(floorSteps) / floorT.Seconds()
+	rs := float64(runSteps) / runT.Seconds()
+	b.ReportMetric(fs, "floor-steps/s")
+	b.ReportMetric(rs, "run-steps/s")
+	b.ReportMetric(rs/fs, "ratio")
+	b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+	// The runner's phases over the timed rounds: PerfStats are means over its steps.
+	c1, p1 := r.Counters(), r.PerfStats()
+	phase := func(ms func(envrunner.PerfStats) float64) float64 {
+		total := ms(p1)*float64(c1.Steps) - ms(p0)*float64(c0.Steps) // ms
+		return total * 1e6 / float64(runSteps)
+	}
+	b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanSampleOutputMs }), "take-ns/env-step")
+	b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanInferenceMs }), "run-inference-ns/env-step")
+	b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
+	if rows == 0 || episodes == 0 {
+		b.Fatalf("%d rows built, %d episodes' metrics taken", rows, episodes)
 	}
 }
 
