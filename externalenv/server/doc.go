@@ -23,6 +23,12 @@
 //	GET  /healthz                     -> 200 {"status": "ok", "active_episodes": N}
 //	GET  /metrics                     -> Prometheus text
 //
+// Each endpoint is an http.ServeMux method-and-path pattern (routes.go); a path of the API
+// with another method gets 405 method_not_allowed with an Allow header, any other path 404
+// not_found. {id} is the episode id as one path segment, escaped as the clients escape it
+// (url.PathEscape, or Python's urllib.parse.quote with an empty safe; '/' as %2F): any id works but ".", ".." and
+// "/", which cannot be one and are refused by /v1/episodes (400).
+//
 // The episode endpoints are ExternalEnv's methods (see package externalenv for their
 // semantics): /action blocks until the sampler has answered; rewards logged with /returns
 // are summed into the next observation's transition, and an info stays until replaced;
@@ -63,7 +69,8 @@
 //	400 bad_request         malformed JSON, a missing member, a reward (or a step's sum of
 //	                        rewards) that is not finite or beyond float32, more agents than
 //	                        Options.MaxAgents, an agent id
-//	                        over MaxAgentIDBytes
+//	                        over MaxAgentIDBytes, an episode_id that cannot be a path
+//	                        segment (".", "..", "/")
 //	400 bad_observation     an observation not in the observation space (wrong length, NaN,
 //	                        out of the space's bounds)
 //	400 bad_action          a logged action not in the action space

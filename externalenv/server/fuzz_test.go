@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func FuzzRequests(f *testing.F) {
 		`{"observation":{"a":[0,0,0,0],"b":[1,0,0,0]}}`, `{"observation":{"a":[0,0,0,0]},"action":{"a":1}}`,
 		`{"reward":{"a":1,"b":-2},"done":{"b":true},"info":{"a":{"x":1}}}`, `{"observation":{"":[0,0,0,0]}}`,
 		`{"observation":[0,0,0,0],"truncated":true}`,
+		`{"episode_id":"a/b"}`, `{"episode_id":".."}`, `{"episode_id":"%2F ?#"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -47,10 +49,11 @@ type fuzzTarget struct {
 	n    int
 }
 
+// serve sends a request to path, whose episode id is escaped (episodePath) as the clients
+// escape it: any id but "." and "..", '/' included, is one path segment.
 func (ft *fuzzTarget) serve(method, path string, body []byte) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(method, "/", bytes.NewReader(body))
-	req.URL.Path = path // any episode id, '/' included
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	ft.h.srv.ServeHTTP(rec, req)
 	return rec
@@ -87,7 +90,7 @@ func (ft *fuzzTarget) run(t *testing.T, body []byte) {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
 	}
 	for _, op := range []string{"action", "log_action", "returns"} {
-		path := "/v1/episodes/" + id + "/" + op
+		path := episodePath(id, op)
 		check(t, path, ft.serve("POST", path, body), body)
 	}
 	check(t, "/v1/act", ft.serve("POST", "/v1/act", body), body)
@@ -99,13 +102,13 @@ func (ft *fuzzTarget) run(t *testing.T, body []byte) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 			t.Fatalf("start %q: %s", body, rec.Body)
 		}
-		if end := ft.serve("POST", "/v1/episodes/"+r.EpisodeID+"/end", ft.good); end.Code != 204 {
+		if end := ft.serve("POST", episodePath(r.EpisodeID, "end"), ft.good); end.Code != 204 {
 			t.Fatalf("end of %q: %d %s", r.EpisodeID, end.Code, end.Body)
 		}
 	} else {
 		check(t, "/v1/episodes", rec, body)
 	}
-	path := "/v1/episodes/" + id + "/end"
+	path := episodePath(id, "end")
 	rec := ft.serve("POST", path, body)
 	check(t, path, rec, body)
 	if rec.Code != 204 {
@@ -117,3 +120,6 @@ func (ft *fuzzTarget) run(t *testing.T, body []byte) {
 		t.Fatalf("healthz: %d", rec.Code)
 	}
 }
+
+// episodePath is an episode endpoint's path, its id escaped as externalenv/client does.
+func episodePath(id, op string) string { return "/v1/episodes/" + url.PathEscape(id) + "/" + op }

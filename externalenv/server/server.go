@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +88,7 @@ type Server struct {
 	failure    atomic.Pointer[error] // set by Fail
 	budget     bodyBudget
 	access     Access
+	mux        *http.ServeMux // the router (routes.go)
 }
 
 // episodeEnv is what the single- and multi-agent ExternalEnv share (their common base): the
@@ -187,6 +187,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.spaces = sp
 	s.bufs.New = func() any { return &reqBuf{} }
+	s.mux = s.routes()
 	// The run loop: the simulator is the HTTP clients; it ends with Close.
 	run := func(ctx context.Context) error {
 		select {
@@ -231,75 +232,6 @@ func (s *Server) Close() error {
 		<-s.reaperDone
 	})
 	return s.closeErr
-}
-
-// ServeHTTP answers one API request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ep, code := s.serve(w, r)
-	s.metrics.request(ep, code, time.Since(start))
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) (endpoint, int) {
-	path := r.URL.Path
-	if path != "/healthz" {
-		if err := s.admit(r); err != nil {
-			return epOther, s.fail(w, err)
-		}
-	}
-	switch path {
-	case "/v1/episodes":
-		if r.Method != http.MethodPost {
-			return epStart, methodNotAllowed(w, "POST")
-		}
-		return epStart, s.handle(w, r, epStart, "")
-	case "/v1/act":
-		if r.Method != http.MethodPost {
-			return epAct, methodNotAllowed(w, "POST")
-		}
-		return epAct, s.handle(w, r, epAct, "")
-	case "/v1/spaces":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return epSpaces, methodNotAllowed(w, "GET, HEAD")
-		}
-		return epSpaces, writeJSON(w, http.StatusOK, s.spaces)
-	case "/healthz":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return epHealth, methodNotAllowed(w, "GET, HEAD")
-		}
-		return epHealth, s.health(w)
-	case "/metrics":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return epMetrics, methodNotAllowed(w, "GET, HEAD")
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		s.metrics.WriteTo(w)
-		return epMetrics, http.StatusOK
-	}
-	if rest, ok := strings.CutPrefix(path, "/v1/episodes/"); ok {
-		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
-			id, op := rest[:i], rest[i+1:]
-			ep := epOther
-			switch op {
-			case "action":
-				ep = epAction
-			case "log_action":
-				ep = epLogAction
-			case "returns":
-				ep = epReturns
-			case "end":
-				ep = epEnd
-			}
-			if ep != epOther {
-				if r.Method != http.MethodPost {
-					return ep, methodNotAllowed(w, "POST")
-				}
-				return ep, s.handle(w, r, ep, id)
-			}
-		}
-	}
-	return epOther, writeError(w, http.StatusNotFound, wire.CodeNotFound, "no such endpoint: "+r.Method+" "+path)
 }
 
 // handle reads the body into a pooled buffer and runs the endpoint's handler, which either
@@ -586,6 +518,9 @@ func (s *Server) startEpisode(b *reqBuf, w http.ResponseWriter) (int, error) {
 					return true, badRequest("episode_id has %d bytes, at most %d allowed", len(v), MaxEpisodeIDBytes)
 				}
 				id = string(v)
+				if !isPathSegment(id) {
+					return true, badRequest("episode_id %q cannot be a path segment of /v1/episodes/{id}/...", id)
+				}
 			case "training_enabled":
 				v, err := d.Bool()
 				training = v
