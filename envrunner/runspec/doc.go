@@ -22,6 +22,18 @@
 //	if err != nil { ... }
 //	fmt.Println(len(res.Batches), res.EpisodeStats().ReturnMean, res.StepsPerSec())
 //
+// The other commands build their pieces here too, so that each is built one way:
+//
+//   - OpenPolicy loads a model within a size limit (sample inspect, infer, publish-policy),
+//     BindPolicy binds one to spaces, actions and a device as a runner's PolicyConfig;
+//   - BuildExternal builds a served run (sample serve): an ExternalEnv, single- or
+//     multi-agent, with the policy's spaces, and the runner that answers its episodes;
+//   - Output is an output file's settings (sample run, serve, drain, convert's --out): Check
+//     refuses a path whose extension names no format or whose directory is missing, Open
+//     refuses an earlier run's files there (OutputSet), or replaces them, and opens the
+//     writer; Run.Metadata and Metadata are the files' metadata.
+//
 // Errors in the spec itself (a bad config, an unknown device, policies that do not fit
-// together) are *SpecError values; their messages name the `sample run` flag of the field.
+// together, a bad --format) are *SpecError values; their messages name the flag of the field,
+// and the command line reports them as usage errors (exit status 2).
 package runspec

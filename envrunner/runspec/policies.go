@@ -9,7 +9,6 @@ import (
 	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
-	"github.com/onnxrl/sampler/inference"
 	"github.com/onnxrl/sampler/models"
 )
 
@@ -95,30 +94,17 @@ func buildPolicies(s *Spec, info *EnvInfo) (map[envrunner.PolicyID]envrunner.Pol
 	}
 	open := s.OpenModel
 	if open == nil {
-		limit := s.MaxModelBytes
-		if limit <= 0 {
-			limit = inference.DefaultMaxModelBytes
-		}
-		open = func(name string) (*models.Policy, error) { return models.OpenLimit(name, limit) }
+		open = func(name string) (*models.Policy, error) { return OpenPolicy(name, s.MaxModelBytes) }
 	}
 	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{}
 	var desc []string
 	for _, id := range sortedIDs(byID) {
-		pc := envrunner.PolicyConfig{ObservationSpace: info.Obs, ActionSpace: info.Act,
-			Action: connectors.ActionConfig{Explore: s.Explore, NormalizeActions: s.NormalizeActions, ClipActions: s.ClipActions}}
 		m := byID[id]
-		if m == "random" {
-			pc.Random = true
-		} else {
-			if err := inference.Init(); err != nil {
-				return nil, nil, "", err
-			}
-			p, err := open(m)
-			if err != nil {
-				return nil, nil, "", fmt.Errorf("policy %s: %w", id, err)
-			}
-			pc.Policy = p
-			pc.Session = inference.Options{Device: s.Device, IntraOpThreads: s.Threads, InterOpThreads: 1}
+		pc, err := BindPolicy(PolicySpec{Model: m, ObservationSpace: info.Obs, ActionSpace: info.Act,
+			Action: connectors.ActionConfig{Explore: s.Explore, NormalizeActions: s.NormalizeActions, ClipActions: s.ClipActions},
+			Device: s.Device, Threads: s.Threads, Open: open})
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("policy %s: %w", id, err)
 		}
 		pols[id] = pc
 		desc = append(desc, id+"="+m)

@@ -77,9 +77,9 @@ func specErrorf(format string, args ...any) error {
 	return &SpecError{fmt.Sprintf(format, args...)}
 }
 
-// check refuses the values that Build cannot build (the CLI refuses them first, with its
-// own messages).
-func (s *Spec) check() error {
+// Check refuses the values that Build cannot build, with *SpecError values naming their
+// flags (sample run calls it before it builds anything; Build calls it again).
+func (s *Spec) Check() error {
 	switch {
 	case s.NumEnvs < 1:
 		return specErrorf("--num-envs %d: want >= 1", s.NumEnvs)
@@ -178,7 +178,7 @@ func Build(s Spec) (_ *Run, err error) {
 	if s.Device == "" {
 		s.Device = "cpu"
 	}
-	if err := s.check(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	run := &Run{Spec: s}
