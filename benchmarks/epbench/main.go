@@ -6,6 +6,9 @@
 // native is faster. Run it with `make bench-ep` (which exports the models first) or
 //
 //	go run ./benchmarks/epbench [-models DIR] [-batches 1,32,256,4096] [-threads 1,2] [-rounds 3] [-time 300ms]
+//
+// With -solo native (or cpu) it runs that provider alone and prints microseconds per run, for
+// a profiler (perf record) or absolute times; each cell then runs for -time once.
 package main
 
 import (
@@ -36,11 +39,16 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per cell; the median ratio is printed")
 	per := flag.Duration("time", 300*time.Millisecond, "time per provider per round")
 	device := flag.String("device", "native", "the device measured against the CPU provider")
+	solo := flag.String("solo", "", "run only this provider (native, cpu) and print µs per run")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: epbench [flags]\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *solo != "" {
+		*device = *solo
+		*rounds = 0
+	}
 	if err := run(*dir, *only, *batches, *threads, *rounds, *per, *device); err != nil {
 		fmt.Fprintln(os.Stderr, "epbench:", err)
 		os.Exit(1)
@@ -68,7 +76,7 @@ func run(dir, only, batchList, threadList string, rounds int, per time.Duration,
 	if err != nil {
 		return err
 	}
-	if rounds < 1 {
+	if rounds < 0 {
 		return fmt.Errorf("-rounds %d: at least 1", rounds)
 	}
 	names := modelNames
@@ -78,8 +86,12 @@ func run(dir, only, batchList, threadList string, rounds int, per time.Duration,
 	if err := inference.Init(); err != nil {
 		return fmt.Errorf("ONNX Runtime: %w (run `make onnxruntime`)", err)
 	}
-	fmt.Printf("# %s against the CPU provider: throughput ratio native/cpu, median of %d rounds of %v each (above 1 = native faster)\n",
-		device, rounds, per)
+	if rounds == 0 {
+		fmt.Printf("# %s alone: µs per run over %v\n", device, per)
+	} else {
+		fmt.Printf("# %s against the CPU provider: throughput ratio native/cpu, median of %d rounds of %v each (above 1 = native faster)\n",
+			device, rounds, per)
+	}
 	fmt.Printf("# CPU: %s, %d logical CPUs; ONNX Runtime %s; %s\n\n", cpuModel(), runtime.NumCPU(), inference.Version(),
 		time.Now().UTC().Format("2006-01-02"))
 	head := "| model | nodes on " + device + " |"
@@ -111,6 +123,18 @@ func measureModel(path, name string, batches, threads []int, rounds int, per tim
 	row := "| " + name + " |"
 	first := true
 	for _, t := range threads {
+		if rounds == 0 {
+			us, err := solo(m, device, capacity, batches, t, per)
+			if err != nil {
+				return "", err
+			}
+			if first {
+				row += " - |"
+				first = false
+			}
+			row += us
+			continue
+		}
 		cpu, err := inference.NewSession(m, inference.Options{Capacity: capacity, IntraOpThreads: t, InterOpThreads: 1})
 		if err != nil {
 			return "", err
@@ -186,6 +210,46 @@ func cell(cpu, nat *inference.Session, b, rounds int, per time.Duration) (float6
 	}
 	slices.Sort(ratios)
 	return ratios[len(ratios)/2], nil
+}
+
+// solo runs one provider alone at each batch size for about per and returns the row's cells,
+// microseconds per run.
+func solo(m *inference.Model, device string, capacity int, batches []int, threads int, per time.Duration) (string, error) {
+	opt := inference.Options{Capacity: capacity, IntraOpThreads: threads, InterOpThreads: 1}
+	if device != "cpu" {
+		opt.Device = device
+	}
+	s, err := inference.NewSession(m, opt)
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	row := ""
+	for _, b := range batches {
+		if err := s.SetBatch(b); err != nil {
+			return "", err
+		}
+		rng := rand.New(rand.NewSource(1))
+		for _, in := range s.Inputs() {
+			x := in.Float32()
+			for j := range x {
+				x[j] = float32(rng.Float64()*2 - 1)
+			}
+		}
+		if err := s.Run(); err != nil {
+			return "", err
+		}
+		n := 0
+		t0 := time.Now()
+		for time.Since(t0) < per {
+			if err := s.Run(); err != nil {
+				return "", err
+			}
+			n++
+		}
+		row += fmt.Sprintf(" %.1f |", float64(time.Since(t0).Microseconds())/float64(n))
+	}
+	return row, nil
 }
 
 // nodesOn is "ours/all" nodes of the session's graph, from the runtime's assignment record.
