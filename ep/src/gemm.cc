@@ -264,12 +264,53 @@ namespace {
 
 using namespace simd;
 
+typedef int32_t I16 __attribute__((vector_size(64)));
+
+// Pick is the lanes of a and b (indexes 0-15 and 16-31) that idx names: one vpermt2ps.
+ONNXRL_ALWAYS_INLINE V16 Pick(V16 a, V16 b, I16 idx) { return __builtin_shuffle(a, b, idx); }
+
+// StoreTransposed8x16 stores 8 rows of 16 columns, row r in v[r * stride], transposed: column
+// j's 8 values at out + j * ldo. Three rounds of 8 two-register shuffles: pairs of rows, then
+// fours, then eights, each vector ending with column j in its low half and j + 8 in its high.
+ONNXRL_ALWAYS_INLINE void StoreTransposed8x16(const V16* v, int stride, float* out, int64_t ldo) {
+  // Round 1: rows 2i and 2i+1 interleaved, columns 0-3 and 8-11 (a), 4-7 and 12-15 (b).
+  const I16 p_a = {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27};
+  const I16 p_b = p_a + 4;
+  // Round 2: two pairs of rows, columns {0,1} (or {2,3}) of each half of a round-1 vector.
+  const I16 q_0 = {0, 1, 16, 17, 2, 3, 18, 19, 8, 9, 24, 25, 10, 11, 26, 27};
+  const I16 q_1 = q_0 + 4;
+  // Round 3: two fours of rows, the first (or second) column of each half.
+  const I16 z_0 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
+  const I16 z_1 = z_0 + 4;
+  V16 p[8], q[8];
+  for (int i = 0; i < 4; i++) {
+    p[2 * i] = Pick(v[2 * i * stride], v[(2 * i + 1) * stride], p_a);
+    p[2 * i + 1] = Pick(v[2 * i * stride], v[(2 * i + 1) * stride], p_b);
+  }
+  // q[4h + 2s + t]: rows 4h..4h+3, round-1 variant s (a, b), columns 2t, 2t+1 of that variant.
+  for (int h = 0; h < 2; h++)
+    for (int s = 0; s < 2; s++) {
+      q[4 * h + 2 * s] = Pick(p[4 * h + s], p[4 * h + 2 + s], q_0);
+      q[4 * h + 2 * s + 1] = Pick(p[4 * h + s], p[4 * h + 2 + s], q_1);
+    }
+  // Column j = 4s + 2t + u (u: the column of the pair) from q[2s + t] and q[4 + 2s + t].
+  for (int st = 0; st < 4; st++)
+    for (int u = 0; u < 2; u++) {
+      const V16 z = Pick(q[st], q[4 + st], u == 0 ? z_0 : z_1);
+      const int j = 2 * st + u;
+      typedef float V8u __attribute__((vector_size(32), aligned(4), may_alias));
+      *reinterpret_cast<V8u*>(out + j * ldo) = V8u{z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]};
+      *reinterpret_cast<V8u*>(out + (j + 8) * ldo) = V8u{z[8], z[9], z[10], z[11], z[12], z[13], z[14], z[15]};
+    }
+}
+
 // GatherTile is Tile with row r of the left matrix read in place at rows[r][off[k]], and the
-// result stored transposed: column j of the tile to out[j * ldo + r].
+// result stored transposed: column j of the tile's row r to outs[r][j * ldo] (outs already
+// advanced to the tile's first column).
 template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const int64_t* off, int64_t K, const float* w,
-                                     int64_t pstride, const float* bias, const Epilogue& e, float* out, int64_t ldo,
-                                     int64_t ncols) {
+                                     int64_t pstride, const float* bias, const Epilogue& e, float* const* outs,
+                                     int64_t col, int64_t ldo, int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L, NC = NV * C;
   V acc[MR * NC];
 #pragma GCC unroll 8
@@ -294,66 +335,77 @@ ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const int64_t* of
     }
   }
   Activate(acc, MR * NC, e);
+  if constexpr (std::is_same_v<V, V16> && MR == 8) {
+    // The usual case, 8 consecutive positions of one image and whole panels: transposed in
+    // registers, each column's 8 rows one 8-float store.
+    bool consecutive = ncols == NV * kPanel;
+    for (int r = 1; r < MR; r++) consecutive = consecutive && outs[r] == outs[0] + r;
+    if (consecutive) {
+      for (int c = 0; c < NC; c++) StoreTransposed8x16(acc + c, NC, outs[0] + (col + c * kPanel) * ldo, ldo);
+      return;
+    }
+  }
   for (int r = 0; r < MR; r++) {
     float row[NV * kPanel];
     for (int c = 0; c < NC; c++) Store<V>(row + c * L, acc[r * NC + c]);
-    for (int64_t j = 0; j < ncols; j++) out[j * ldo + r] = row[j];
+    float* out = outs[r] + col * ldo;
+    for (int64_t j = 0; j < ncols; j++) out[j * ldo] = row[j];
   }
 }
 
 template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void GatherRows(const float* const* rows, const int64_t* off, int64_t M, int64_t K,
-                                     const float* w, int64_t pstride, const float* bias, const Epilogue& e, float* out,
-                                     int64_t ldo, int64_t ncols) {
+                                     const float* w, int64_t pstride, const float* bias, const Epilogue& e,
+                                     float* const* outs, int64_t col, int64_t ldo, int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    GatherTile<V, decltype(r)::value, NV>(rows + m, off, K, w, pstride, bias, e, out + m, ldo, ncols);
+    GatherTile<V, decltype(r)::value, NV>(rows + m, off, K, w, pstride, bias, e, outs + m, col, ldo, ncols);
   });
 }
 
 template <typename V, int MR, int NV>
 ONNXRL_ALWAYS_INLINE void GatherBlocked(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w,
-                                        const Epilogue& e, float* out, int64_t ldo) {
+                                        const Epilogue& e, float* const* outs, int64_t ldo) {
   const int64_t K = w.K, pstride = K * kPanel, panels = w.panels;
   int64_t p = 0;
   for (; p + NV <= panels; p += NV) {
-    GatherRows<V, MR, NV>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, out + p * kPanel * ldo, ldo,
+    GatherRows<V, MR, NV>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, outs, p * kPanel, ldo,
                           std::min(w.N, (p + NV) * kPanel) - p * kPanel);
   }
   for (; p < panels; p++) {
-    GatherRows<V, MR, 1>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, out + p * kPanel * ldo, ldo,
+    GatherRows<V, MR, 1>(rows, off, M, K, w.panel(p), pstride, w.bias() + p * kPanel, e, outs, p * kPanel, ldo,
                          std::min(w.N, (p + 1) * kPanel) - p * kPanel);
   }
 }
 
 void GatherPortable(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
-                    float* out, int64_t ldo) {
-  GatherBlocked<V4, 3, 1>(rows, off, M, w, e, out, ldo);
+                    float* const* outs, int64_t ldo) {
+  GatherBlocked<V4, 3, 1>(rows, off, M, w, e, outs, ldo);
 }
 #if defined(ONNXRL_X86_ISAS)
 ONNXRL_TARGET_AVX2 void GatherAvx2(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w,
-                                   const Epilogue& e, float* out, int64_t ldo) {
-  GatherBlocked<V8, 6, 1>(rows, off, M, w, e, out, ldo);
+                                   const Epilogue& e, float* const* outs, int64_t ldo) {
+  GatherBlocked<V8, 6, 1>(rows, off, M, w, e, outs, ldo);
 }
 ONNXRL_TARGET_AVX512 void GatherAvx512(const float* const* rows, const int64_t* off, int64_t M,
-                                       const PackedWeights& w, const Epilogue& e, float* out, int64_t ldo) {
-  GatherBlocked<V16, 8, 2>(rows, off, M, w, e, out, ldo);
+                                       const PackedWeights& w, const Epilogue& e, float* const* outs, int64_t ldo) {
+  GatherBlocked<V16, 8, 2>(rows, off, M, w, e, outs, ldo);
 }
 #endif
 
 }  // namespace
 
 void GemmGatherT(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
-                 float* out, int64_t ldo) {
+                 float* const* outs, int64_t ldo) {
   if (M <= 0 || w.N <= 0) return;
   switch (ChosenIsa()) {
 #if defined(ONNXRL_X86_ISAS)
     case IsaLevel::kAvx512:
-      return GatherAvx512(rows, off, M, w, e, out, ldo);
+      return GatherAvx512(rows, off, M, w, e, outs, ldo);
     case IsaLevel::kAvx2:
-      return GatherAvx2(rows, off, M, w, e, out, ldo);
+      return GatherAvx2(rows, off, M, w, e, outs, ldo);
 #endif
     default:
-      return GatherPortable(rows, off, M, w, e, out, ldo);
+      return GatherPortable(rows, off, M, w, e, outs, ldo);
   }
 }
 

@@ -61,12 +61,12 @@ const char* Isa();
 
 namespace onnxrl_ep {
 
-// GemmGatherT: out[n * ldo + m] = act(sum_k rows[m][off[k]] w[k][n] + bias[n]) for M rows and
+// GemmGatherT: out_m[n * ldo] = act(sum_k rows[m][off[k]] w[k][n] + bias[n]) for M rows and
 // all N columns of w. Row m of the left matrix is not stored: it is read in place through its
 // base pointer rows[m] at the K offsets off (a convolution's window over its input, gathered
-// without unfolding), and the result is stored transposed, column n ldo floats from column
-// n - 1 (an NCHW plane per output channel).
+// without unfolding), and the result is stored transposed, row m's column n at outs[m] + n *
+// ldo (an NCHW plane per output channel; rows may come from different images).
 void GemmGatherT(const float* const* rows, const int64_t* off, int64_t M, const PackedWeights& w, const Epilogue& e,
-                 float* out, int64_t ldo);
+                 float* const* outs, int64_t ldo);
 
 }  // namespace onnxrl_ep

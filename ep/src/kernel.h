@@ -50,6 +50,18 @@ inline int64_t RowsPerTask(int64_t macs, int64_t M) {
   return want > 0 ? want : 1;
 }
 
+// TaskRows is RowsPerTask for a loop whose tiles are align rows: every task but the last takes
+// a multiple of align rows (no partial tile inside the loop), and the tasks are of about equal
+// size, an even number of them when more than one (two threads share them evenly).
+inline int64_t TaskRows(int64_t macs, int64_t M, int64_t align) {
+  const int64_t want = RowsPerTask(macs, M);
+  int64_t tasks = (M + want - 1) / want;
+  if (tasks > 1 && tasks % 2 == 1) tasks++;
+  int64_t rows = tasks > 0 ? (M + tasks - 1) / tasks : M;
+  rows = (rows + align - 1) / align * align;
+  return rows > 0 ? rows : 1;
+}
+
 // ExecContext is handed to each step in turn when a plan runs on the host. Buffers are those of
 // run.ptr: inputs read in place, outputs written in place, intermediates owned by the run.
 struct ExecContext {

@@ -228,7 +228,9 @@ static K& OneStep(Plan& p, size_t inputs) {
 static bool Near(float got, double want, double tol) { return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want)); }
 
 // Conv against the textbook loop: strides, asymmetric pads, dilations and groups (grouped,
-// depthwise, a pointwise 1x1 without unfolding).
+// depthwise, a pointwise 1x1 without unfolding); and 32 output channels or more per group over
+// several images, whose tiles of positions cross from one image into the next and (AVX-512)
+// are stored transposed in registers.
 static void TestConv(std::mt19937& g) {
   struct Case {
     int64_t N, C, H, W, OC, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
@@ -237,7 +239,10 @@ static void TestConv(std::mt19937& g) {
   for (const Case& k : {Case{2, 4, 7, 6, 6, 2, 3, 2, 2, 1, 1, 2, 1, 0, 2, 1, true},
                         Case{3, 4, 5, 5, 4, 4, 3, 3, 1, 2, 2, 1, 2, 1, 0, 2, false},
                         Case{2, 3, 4, 5, 5, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true},
-                        Case{1, 2, 9, 8, 3, 1, 4, 4, 4, 3, 1, 1, 0, 0, 0, 0, true}}) {
+                        Case{1, 2, 9, 8, 3, 1, 4, 4, 4, 3, 1, 1, 0, 0, 0, 0, true},
+                        Case{3, 3, 12, 11, 40, 1, 3, 3, 2, 1, 1, 1, 0, 0, 0, 0, true},
+                        Case{2, 2, 9, 9, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false},
+                        Case{3, 4, 6, 7, 64, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, true}}) {
     Plan p;
     auto& conv = OneStep<ConvKernel>(p, 1);
     conv.C = k.C;

@@ -194,39 +194,50 @@ void ConvKernel::Host(ExecContext& c) const {
   e.act = act;
   e.a = a;
   e.b = b;
-  // Tasks: tiles of an image's output positions, per group, of about equal size (kernel.h,
-  // RowsPerTask: at least 16 rows, or the image), so that one image spreads over the threads too.
-  const int64_t most = RowsPerTask(Kg * OCg, OHW);
-  const int64_t tiles = (OHW + most - 1) / most;
-  const int64_t rows = (OHW + tiles - 1) / tiles;
+  // Tasks: runs of output positions of one group, counted across the batch's images (position
+  // p of image n is row n * OHW + p), in whole tiles of 8 rows (TaskRows: a partial tile only
+  // at the end of a task, never at each image's end) and about equal; one image spreads over
+  // the threads too.
+  const int64_t M = N * OHW;
+  const int64_t rows = TaskRows(Kg * OCg, M, 8);
+  const int64_t tasks = (M + rows - 1) / rows;
   const PatchFn patches = PatchFor(win.kw);
   auto task = [&](size_t t) {
-    const int64_t tile = static_cast<int64_t>(t) % tiles, ng = static_cast<int64_t>(t) / tiles;
-    const int64_t n = ng / group, g = ng % group;
-    const int64_t p0 = tile * rows, p1 = std::min(OHW, p0 + rows), m = p1 - p0;
-    const float* xg = px + (n * C + g * Cg) * H * W;
-    // This thread's buffers, grown only when needed: where each row of the tile's windows
-    // starts, and (padded) the tile's patches [m][Kg].
+    const int64_t g = static_cast<int64_t>(t) / tasks, q0 = static_cast<int64_t>(t) % tasks * rows;
+    const int64_t m = std::min(M, q0 + rows) - q0;
+    // This thread's buffers, grown only when needed: where each row's window starts and its
+    // output goes, and (padded) the rows' patches [m][Kg].
     thread_local std::vector<const float*> starts;
+    thread_local std::vector<float*> outs;
     thread_local std::vector<float> patch;
-    if (starts.size() < static_cast<size_t>(m)) starts.resize(m);
-    if (padded) {
-      if (patch.size() < static_cast<size_t>(m * Kg)) patch.resize(m * Kg);
-      patches(xg, Cg, H, W, win, OW, p0, p1, patch.data());
-      for (int64_t i = 0; i < m; i++) starts[i] = patch.data() + i * Kg;
-    } else {
-      int64_t oh = p0 / OW, ow = p0 % OW;
-      for (int64_t i = 0; i < m; i++) {
-        starts[i] = xg + oh * win.sh * W + ow * win.sw;
+    if (starts.size() < static_cast<size_t>(m)) {
+      starts.resize(m);
+      outs.resize(m);
+    }
+    if (padded && patch.size() < static_cast<size_t>(m * Kg)) patch.resize(m * Kg);
+    int64_t n = q0 / OHW, p = q0 % OHW;
+    for (int64_t i = 0; i < m;) {
+      // The rows of image n from position p: at most the rest of the image.
+      const int64_t run = std::min(m - i, OHW - p);
+      const float* xg = px + (n * C + g * Cg) * H * W;
+      float* yg = py + (n * OC + g * OCg) * OHW;
+      if (padded) patches(xg, Cg, H, W, win, OW, p, p + run, patch.data() + i * Kg);
+      int64_t oh = p / OW, ow = p % OW;
+      for (int64_t j = i; j < i + run; j++) {
+        starts[j] = padded ? patch.data() + j * Kg : xg + oh * win.sh * W + ow * win.sw;
+        outs[j] = yg + p + (j - i);
         if (++ow == OW) {
           ow = 0;
           oh++;
         }
       }
+      i += run;
+      n++;
+      p = 0;
     }
-    GemmGatherT(starts.data(), off, m, packed[g], e, py + (n * OC + g * OCg) * OHW + p0, OHW);
+    GemmGatherT(starts.data(), off, m, packed[g], e, outs.data(), OHW);
   };
-  c.ParallelFor(static_cast<size_t>(N * group * tiles), task);
+  c.ParallelFor(static_cast<size_t>(group * tasks), task);
 }
 
 void ConvKernel::Device(DeviceContext& c) const {

@@ -34,10 +34,11 @@ Window2d ReadWindow(const OrtNode* n, int64_t kh, int64_t kw);
 
 // ConvKernel (Conv, 2-D NCHW): y[n][oc] = act(bias[oc] + sum over the group's channels and the
 // window of x * w). Host: each group's weights packed once as W_g^T [Cg*KH*KW][OCg] with its
-// bias (PrepareHost); tiles of an image's output positions, spread over the session's threads,
-// are multiplied with them by GemmGatherT (gemm.h), which reads each position's window in place
-// through the offsets in run.aux (unpadded; padded: from rows of patches unfolded into a
-// thread's buffer), applies bias and activation in registers and stores NCHW.
+// bias (PrepareHost); runs of output positions, counted across the batch's images in whole
+// tiles and spread over the session's threads, are multiplied with them by GemmGatherT
+// (gemm.h), which reads each position's window in place through the offsets in run.aux
+// (unpadded; padded: from rows of patches unfolded into a thread's buffer), applies bias and
+// activation in registers and stores NCHW.
 struct ConvKernel : Kernel {
   const char* Kind() const override { return "Conv"; }
   void Infer(InferContext& c) const override;
