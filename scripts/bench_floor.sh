@@ -13,7 +13,9 @@
 #
 # It prints env steps/s per command and round, and the ratios "X/floor" = X's env steps/s
 # divided by the floor's in the same round (the goals: greedy/floor >= 0.80, explore/floor
-# >= 0.70), then each ratio's median over the rounds.
+# >= 0.70), then each ratio's median over the rounds, and the same medians of CPU time
+# ("cpu X/floor": the floor's CPU seconds, user and system, over X's, for the same steps),
+# which a machine shared with other work disturbs less than wall time.
 #
 # The commands run with nice -n -15 when allowed (root), so that other work on the machine
 # disturbs them less.
@@ -35,7 +37,7 @@ done
 
 # one NAME N: runs command NAME with N sub-environments and prints its env steps/s (the
 # summary's num_env_steps_sampled_lifetime_throughput; steps_per_sec in binaries from before
-# issue 36).
+# issue 36) and the CPU seconds (user and system) the process took.
 one() {
 	local name=$1 n=$2 cmd
 	case $name in
@@ -47,42 +49,54 @@ one() {
 		cmd=("$bin" run --env CartPole-v1 --num-envs "$n" --workers 1 --steps "$steps" "${mode[@]}" --json)
 		;;
 	esac
-	(cd "$root" && "${nice[@]}" "${cmd[@]}") |
-		sed -n 's/.*"\(num_env_steps_sampled_lifetime_throughput\|steps_per_sec\)":\([0-9.e+]*\).*/\2/p'
+	local sps
+	sps=$(cd "$root" && "${nice[@]}" /usr/bin/time -o "$tmp/cpu" -f "%U %S" "${cmd[@]}" |
+		sed -n 's/.*"\(num_env_steps_sampled_lifetime_throughput\|steps_per_sec\)":\([0-9.e+]*\).*/\2/p')
+	echo "$sps $(awk '{print $1+$2}' "$tmp/cpu")"
 }
 
 names="floor greedy explore"
 [[ -n $base ]] && names="$names base-greedy base-explore"
 ratios="greedy explore"
 [[ -n $base ]] && ratios="$ratios base-greedy base-explore"
-declare -A all # "N ratio" -> the rounds' ratios
+declare -A all allcpu # "N ratio" -> the rounds' ratios (of env steps/s, of CPU time)
 printf "%-6s %5s" envs round
 for c in $names; do printf " %13s" "$c"; done
 for c in $ratios; do printf " %18s" "$c/floor"; done
 echo
 for r in $(seq 1 "$rounds"); do
 	for n in $sizes; do
-		declare -A sps=()
+		declare -A sps=() cpu=()
 		# shellcheck disable=SC2086 # names is a list of words
 		for c in $(round_order "$r" $names); do
-			sps[$c]=$(one "$c" "$n")
+			read -r "sps[$c]" "cpu[$c]" < <(one "$c" "$n")
 		done
 		printf "%-6s %5s" "$n" "$r"
 		for c in $names; do printf " %13.0f" "${sps[$c]}"; done
 		for c in $ratios; do
 			x=$(awk -v a="${sps[$c]}" -v b="${sps[floor]}" 'BEGIN{printf "%.3f", a/b}')
 			all["$n $c"]+="$x "
+			allcpu["$n $c"]+="$(awk -v a="${cpu[$c]}" -v b="${cpu[floor]}" 'BEGIN{printf "%.3f", b/a}') "
 			printf " %18s" "$x"
 		done
 		echo
 	done
 done
+# median WORDS...: the median of the numbers
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{printf "%.3f", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
 echo "median over $rounds rounds (X/floor = X's env steps/s over the floor's; goals: greedy >= 0.80, explore >= 0.70):"
 for n in $sizes; do
 	printf "%-6s %5s" "$n" med
-	for c in $ratios; do
-		# shellcheck disable=SC2086 # a list of numbers
-		printf " %18s" "$(printf '%s\n' ${all["$n $c"]} | sort -g | awk '{v[NR]=$1} END{printf "%.3f", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}')"
-	done
+	# shellcheck disable=SC2086 # a list of numbers
+	for c in $ratios; do printf " %18s" "$(median ${all["$n $c"]})"; done
+	echo
+done
+echo "median over $rounds rounds of cpu X/floor (the floor's CPU time over X's):"
+for n in $sizes; do
+	printf "%-6s %5s" "$n" cpu
+	# shellcheck disable=SC2086 # a list of numbers
+	for c in $ratios; do printf " %18s" "$(median ${allcpu["$n $c"]})"; done
 	echo
 done
