@@ -12,10 +12,12 @@ type columnProtocol struct {
 	cols env.Columns
 	// ready lists the sub-environments of the last poll.
 	ready []env.EnvID
-	// recs[e] is the agent record of sub-environment e's episode, once it was looked up
-	// (the record's agentRec.fast says whether the next row may take the fast path).
+	// recs[e] is the agent record of sub-environment e's episode, once it was looked up.
 	recs []*agentRec
 	sent int // actions written to cols.Actions in the current step
+	// fastOK: rows may take addColumns' fast path at all, decided once: it skips
+	// OnEpisodeStep, so a runner with that callback takes every row through observe.
+	fastOK bool
 }
 
 // newColumnProtocol returns the columnar protocol for r's environment, or nil when it does
@@ -35,7 +37,7 @@ func newColumnProtocol(r *Runner) *columnProtocol {
 			return nil
 		}
 	}
-	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results))}
+	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.stepCB}
 }
 
 func (c *columnProtocol) poll() error {
@@ -68,7 +70,7 @@ func (c *columnProtocol) startActions(int) { c.sent = 0 }
 
 // sendAction writes the action into the agent's row of the action column, which is also
 // where the record finds its last action (until the sub-environment's next action; an ended
-// episode's OnEpisodeEnd comes before it).
+// episode's OnEpisodeEnd comes before it; see inColumns).
 func (c *columnProtocol) sendAction(p *policy, a *agentRec, act []float32) {
 	sent := c.cols.ActionRow(int(a.envID))
 	copy(sent, act)
@@ -88,30 +90,39 @@ func (c *columnProtocol) flush() error {
 }
 
 // withdraw takes back the actions of every row of the policy in this step: the agents wait
-// for them no longer, and their sub-environments leave the fast path (which takes a waiting
-// agent for granted).
+// for them no longer (and so leave the fast path, which takes a waiting agent for granted).
 func (c *columnProtocol) withdraw(p *policy) {
 	for e := p.run.first; e < p.run.first+p.run.n; e++ {
-		c.recs[e].pending, c.recs[e].fast = false, false
+		c.recs[e].pending = false
 	}
 	for _, ro := range p.infer {
-		ro.rec.pending, ro.rec.fast = false, false
+		ro.rec.pending = false
 	}
 }
 
-// markFast sets whether sub-environment e's next row may take addColumns' fast path: a
-// running episode, counted, of one agent that waits for the row (addColumn has just taken
-// the agent's row), without OnEpisodeStep callbacks.
-func (c *columnProtocol) markFast(e env.EnvID, ep *Episode, a *agentRec) {
-	a.fast = !c.r.stepCB && a.ep == ep && !a.done && a.pending && a.inCol && !ep.ended && !ep.extra &&
-		len(ep.agents) == 1 && a.reward == ep.TotalReward && int(a.envID) == e
+// inColumns returns the columns when the agent's last observation, info, reward and action
+// are its sub-environment's rows there: while its episode runs there and it is not done
+// (observe keeps copies of a final observation's values, whose rows the reset reuses).
+func (c *columnProtocol) inColumns(a *agentRec) *env.Columns {
+	if a.done || int(a.envID) >= len(c.recs) || c.recs[a.envID] != a {
+		return nil
+	}
+	return &c.cols
+}
+
+// fast reports whether a, the record of sub-environment e, may take its next row through
+// addColumns' fast path (the row's own flags aside): a running episode, counted, whose agent
+// waits for the row. Under this protocol an episode has one agent, in its sub-environment,
+// and its totals are that agent's; fastOK rules out the rest once.
+func (c *columnProtocol) fast(a *agentRec, e env.EnvID) bool {
+	return a != nil && a.pending && int(a.envID) == e && a.ep != nil && !a.ep.ended && !a.ep.extra
 }
 
 // addColumns takes in the rows of the ready sub-environments, as addColumn does for each,
-// with the common case inline: a sub-environment whose agent is on the fast path (markFast)
+// with the common case inline: a sub-environment whose agent may take the fast path (fast)
 // and whose row is not its episode's last. It does what observe does for such a row, without
-// the checks that markFast made once; TestColumnarMatchesPollSend holds the two protocols to
-// the same results.
+// the checks that hold for every such row; TestColumnarMatchesPollSend holds the two
+// protocols to the same results.
 func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	r := c.r
 	recs, res, reset := c.recs, c.cols.Results, c.cols.Reset
@@ -123,10 +134,10 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	var stride, rew int // p's trajectory layout
 	// A step that may fill the fragment takes every row through observe, which notes where
 	// the fragment ends (stepDone).
-	slow := r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target
+	slow := !c.fastOK || (r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target)
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
-		if slow || a == nil || !a.fast || int(a.envID) != e || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
+		if slow || !c.fast(a, e) || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
 			}
@@ -203,7 +214,6 @@ func (c *columnProtocol) addColumn(e env.EnvID) {
 		} else if a = r.newAgent(ep, env.DefaultAgentID); a == nil {
 			return // an unknown policy: Step reports r.mapErr
 		}
-		a.col = &c.cols
 		c.recs[e] = a
 	}
 	if a.done {
@@ -213,9 +223,8 @@ func (c *columnProtocol) addColumn(e env.EnvID) {
 	if !a.done {
 		// The row gets its action in this step, in the action column (sendAction's work,
 		// done here where the record is at hand, so that a bulk send need not visit it; the
-		// last action is the column's row, as inCol says).
+		// last action is the column's row, as inColumns says).
 		a.pending = true
-		c.markFast(e, ep, a)
 	} else if a.steps > 0 {
 		// The final observation: the record keeps its values, and the last action stays
 		// in the column until the sub-environment's next episode acts.

@@ -48,9 +48,10 @@ type Episode struct {
 	// methods of a faulty episode may show what the failed step left behind.
 	Err error
 
-	common env.Info // the episode-wide info of the last step (env.EnvStatus.Info)
-	byAll  bool     // ended by the sub-environment's episode-wide flags ("__all__")
-	over   bool     // its transitions of the current step belong to the next fragment (see stepDone)
+	common env.Info    // the episode-wide info of the last step (env.EnvStatus.Info)
+	proto  envProtocol // the runner's: it knows where the agents' last values are (Last*)
+	byAll  bool        // ended by the sub-environment's episode-wide flags ("__all__")
+	over   bool        // its transitions of the current step belong to the next fragment (see stepDone)
 }
 
 // AgentReward is the total reward of one agent of an episode.
@@ -84,11 +85,11 @@ func (e *Episode) PolicyFor(agent env.AgentID) PolicyID {
 // asks (nil for an agent that has not appeared).
 func (e *Episode) LastObservation(agent env.AgentID) []float32 {
 	a := e.agent(agent)
-	switch {
-	case a == nil:
+	if a == nil {
 		return nil
-	case a.inCol:
-		return a.col.ObsRow(int(a.envID))
+	}
+	if c := e.proto.inColumns(a); c != nil {
+		return c.ObsRow(int(a.envID))
 	}
 	return a.lastObs
 }
@@ -101,11 +102,11 @@ func (e *Episode) LastInfo(agent env.AgentID) env.Info {
 		return e.common
 	}
 	a := e.agent(agent)
-	switch {
-	case a == nil:
+	if a == nil {
 		return nil
-	case a.inCol:
-		return a.col.Results[a.envID].Info
+	}
+	if c := e.proto.inColumns(a); c != nil {
+		return c.Results[a.envID].Info
 	}
 	return a.lastInfo
 }
@@ -113,11 +114,11 @@ func (e *Episode) LastInfo(agent env.AgentID) env.Info {
 // LastReward returns the reward reported with the agent's last observation.
 func (e *Episode) LastReward(agent env.AgentID) float64 {
 	a := e.agent(agent)
-	switch {
-	case a == nil:
+	if a == nil {
 		return 0
-	case a.inCol:
-		return a.col.Results[a.envID].Reward
+	}
+	if c := e.proto.inColumns(a); c != nil {
+		return c.Results[a.envID].Reward
 	}
 	return a.lastReward
 }
@@ -127,14 +128,14 @@ func (e *Episode) LastReward(agent env.AgentID) float64 {
 // itself where it reported one (env.AgentObs.OffPolicyAction), as the batch records it.
 func (e *Episode) LastAction(agent env.AgentID) []float32 {
 	a := e.agent(agent)
-	switch {
-	case a == nil:
+	if a == nil {
 		return nil
-	case a.inCol:
+	}
+	if c := e.proto.inColumns(a); c != nil {
 		if !a.pending && a.steps == 0 {
 			return nil
 		}
-		return a.col.ActionRow(int(a.envID))
+		return c.ActionRow(int(a.envID))
 	}
 	return a.lastAct
 }
@@ -220,12 +221,6 @@ type agentRec struct {
 	pending bool // took an action and waits for the next observation
 	collect bool // the record's data goes to the sample batches
 	listed  bool // in the runner's list of records with data
-	// inCol: the last observation, info and reward are row envID of col (and so is the
-	// last action, once there is one), not lastObs, lastInfo, lastReward and lastAct.
-	inCol bool
-	// fast: the agent's next row of the columns may take the columnar protocol's fast path
-	// (markFast).
-	fast bool
 	// end: the flags (flagTerminated | flagTruncated) of transition n-1, the only one that can
 	// end the episode (the trajectory rows have no flags of their own).
 	end uint8
@@ -236,7 +231,8 @@ type agentRec struct {
 	n      int       // complete transitions
 	tr     []float32 // trajectory rows since the last cut (trajLayout.stride values each)
 
-	col        *env.Columns // the runner's columns, for a record of a columnar runner
+	// The last observation, info, reward and action, unless the protocol keeps them
+	// (envProtocol.inColumns).
 	lastObs    []float32
 	lastInfo   env.Info
 	lastReward float64
@@ -262,7 +258,7 @@ type agentRec struct {
 	// have one: most environments report none, and a transition without one costs nothing.
 	infos []transitionInfo
 
-	_ [12]byte // to a multiple of 64 bytes
+	_ [20]byte // to a multiple of 64 bytes
 }
 
 // transitionInfo is the info of a record's transition i (the one reported with o_{i+1}).

@@ -52,8 +52,8 @@ func TestFastPathAfterFailedRun(t *testing.T) {
 		}
 	}
 	fast := 0
-	for _, a := range col.recs {
-		if a != nil && a.fast {
+	for e, a := range col.recs {
+		if col.fast(a, e) {
 			fast++
 		}
 	}
@@ -67,8 +67,8 @@ func TestFastPathAfterFailedRun(t *testing.T) {
 	}
 	r.runHook = nil
 	for e, a := range col.recs {
-		if a.fast || a.pending {
-			t.Errorf("sub-environment %d after the failed run: fast %v, agent pending %v", e, a.fast, a.pending)
+		if col.fast(a, e) || a.pending {
+			t.Errorf("sub-environment %d after the failed run: fast %v, agent pending %v", e, col.fast(a, e), a.pending)
 		}
 		if ep := a.ep; ep != nil && (ep.Length != a.steps || ep.TotalReward != a.reward) {
 			t.Errorf("sub-environment %d: episode length %d return %v, its agent's %d and %v", e, ep.Length, ep.TotalReward, a.steps, a.reward)

@@ -26,7 +26,7 @@ func (r *Runner) createEpisode(e env.EnvID) {
 	if ep.CustomMetrics == nil || ep.UserData == nil { // callbacks write into them, as in RLlib
 		ep.CustomMetrics, ep.UserData = map[string]float64{}, map[string]any{}
 	}
-	ep.ID, ep.EnvID, ep.Worker = r.nextID(), e, r.cfg.Worker
+	ep.ID, ep.EnvID, ep.Worker, ep.proto = r.nextID(), e, r.cfg.Worker, r.proto
 	r.next[e] = ep
 	if r.cb.created != nil {
 		r.cb.created.OnEpisodeCreated(r, ep)
@@ -75,7 +75,7 @@ func (r *Runner) finish(ep *Episode) {
 			a.pol.release(a.slot)
 			a.slot = -1
 		}
-		a.ep, a.fast = nil, false
+		a.ep = nil
 		if r.complete {
 			r.emit(a)
 		}
@@ -162,7 +162,7 @@ func (r *Runner) drop(ep *Episode) {
 			a.pol.release(a.slot)
 			a.slot = -1
 		}
-		a.ep, a.fast = nil, false
+		a.ep = nil
 		a.clearTrajectory()
 		if !a.listed {
 			a.pol.putRec(a)

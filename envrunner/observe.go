@@ -106,7 +106,7 @@ func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
 	a.slot = p.slot()
 	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
 	a.collect = r.collect && ep.TrainingEnabled
-	a.inCol, a.lastAct, a.fast, a.col = false, nil, false, nil
+	a.lastAct = nil
 	ep.addAgent(a)
 	return a
 }
@@ -115,8 +115,8 @@ func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
 // the observation for its policy.
 //
 // col says that obs, reward and info are the agent's row of the env's columns (addColumn):
-// the record then refers to the row instead of keeping them (except for a final observation,
-// whose row the reset reuses).
+// the record then does not keep them (except for a final observation, whose row the reset
+// reuses); the protocol finds them there (inColumns).
 func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated, truncated bool, info env.Info, offPolicy []float32, col bool) {
 	ep, p := a.ep, a.pol
 	done := terminated || truncated
@@ -126,7 +126,7 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 		a.final = append(a.final[:0], obs...)
 		obs = a.final
 	}
-	if a.inCol = col && !done; !a.inCol {
+	if !col || done {
 		a.lastObs, a.lastInfo, a.lastReward = obs, info, reward
 	}
 	// The environment's own action at this observation is the row's action (RLlib's

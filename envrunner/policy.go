@@ -241,7 +241,7 @@ func (p *policy) newRec() *agentRec {
 
 func (p *policy) putRec(a *agentRec) {
 	a.clearTrajectory()
-	a.ep, a.lastObs, a.lastInfo, a.lastAct, a.fast = nil, nil, nil, nil, false
+	a.ep, a.lastObs, a.lastInfo, a.lastAct = nil, nil, nil, nil
 	a.id = ""
 	p.pool = append(p.pool, a)
 }
