@@ -10,25 +10,36 @@ namespace {
 
 using namespace simd;
 
-// Lstm: gates [rows][4H] (i, o, f, c; pre-activation sums) update h and c [rows][H].
+// Lstm: gates [rows][4H] (i, o, f, c; pre-activation sums) and the cell state c_in [rows][H]
+// give the new state c_out and h_out, and y_out (when not null) a second copy of h_out.
 template <typename V>
-ONNXRL_ALWAYS_INLINE void Lstm(const float* gates, int64_t rows, int64_t H, float* h, float* c) {
+ONNXRL_ALWAYS_INLINE void Lstm(const float* gates, int64_t rows, int64_t H, const float* c_in, float* c_out,
+                               float* h_out, float* y_out) {
   constexpr int L = Lanes<V>;
   for (int64_t r = 0; r < rows; r++) {
     const float* g = gates + r * 4 * H;
-    float* hr = h + r * H;
-    float* cr = c + r * H;
+    const float* ci = c_in + r * H;
+    float* co = c_out + r * H;
+    float* hr = h_out + r * H;
+    float* yr = y_out == nullptr ? nullptr : y_out + r * H;
     int64_t j = 0;
     for (; j + L <= H; j += L) {
       V i = SigmoidOf(Load<V>(g + j));
       V o = SigmoidOf(Load<V>(g + H + j));
       V f = SigmoidOf(Load<V>(g + 2 * H + j));
       V cand = TanhOf(Load<V>(g + 3 * H + j));
-      V cn = f * Load<V>(cr + j) + i * cand;
-      Store<V>(cr + j, cn);
-      Store<V>(hr + j, o * TanhOf(cn));
+      V cn = f * Load<V>(ci + j) + i * cand;
+      Store<V>(co + j, cn);
+      V h = o * TanhOf(cn);
+      Store<V>(hr + j, h);
+      if (yr != nullptr) Store<V>(yr + j, h);
     }
-    for (; j < H; j++) hr[j] = LstmCell(g[j], g[H + j], g[2 * H + j], g[3 * H + j], &cr[j]);
+    for (; j < H; j++) {
+      float c = ci[j];
+      hr[j] = LstmCell(g[j], g[H + j], g[2 * H + j], g[3 * H + j], &c);
+      co[j] = c;
+      if (yr != nullptr) yr[j] = hr[j];
+    }
   }
 }
 
@@ -56,19 +67,23 @@ ONNXRL_ALWAYS_INLINE void Gru(const float* gx, const float* gh, int64_t rows, in
   }
 }
 
-void LstmPortable(const float* g, int64_t rows, int64_t H, float* h, float* c) { Lstm<V4>(g, rows, H, h, c); }
+void LstmPortable(const float* g, int64_t rows, int64_t H, const float* ci, float* co, float* h, float* y) {
+  Lstm<V4>(g, rows, H, ci, co, h, y);
+}
 void GruPortable(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
   Gru<V4>(gx, gh, rows, H, h);
 }
 #if defined(ONNXRL_X86_ISAS)
-ONNXRL_TARGET_AVX2 void LstmAvx2(const float* g, int64_t rows, int64_t H, float* h, float* c) {
-  Lstm<V8>(g, rows, H, h, c);
+ONNXRL_TARGET_AVX2 void LstmAvx2(const float* g, int64_t rows, int64_t H, const float* ci, float* co, float* h,
+                                 float* y) {
+  Lstm<V8>(g, rows, H, ci, co, h, y);
 }
 ONNXRL_TARGET_AVX2 void GruAvx2(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
   Gru<V8>(gx, gh, rows, H, h);
 }
-ONNXRL_TARGET_AVX512 void LstmAvx512(const float* g, int64_t rows, int64_t H, float* h, float* c) {
-  Lstm<V16>(g, rows, H, h, c);
+ONNXRL_TARGET_AVX512 void LstmAvx512(const float* g, int64_t rows, int64_t H, const float* ci, float* co, float* h,
+                                     float* y) {
+  Lstm<V16>(g, rows, H, ci, co, h, y);
 }
 ONNXRL_TARGET_AVX512 void GruAvx512(const float* gx, const float* gh, int64_t rows, int64_t H, float* h) {
   Gru<V16>(gx, gh, rows, H, h);
@@ -77,16 +92,17 @@ ONNXRL_TARGET_AVX512 void GruAvx512(const float* gx, const float* gh, int64_t ro
 
 }  // namespace
 
-void LstmCells(const float* gates, int64_t rows, int64_t H, float* h, float* c) {
+void LstmCells(const float* gates, int64_t rows, int64_t H, const float* c_in, float* c_out, float* h_out,
+               float* y_out) {
   switch (ChosenIsa()) {
 #if defined(ONNXRL_X86_ISAS)
     case IsaLevel::kAvx512:
-      return LstmAvx512(gates, rows, H, h, c);
+      return LstmAvx512(gates, rows, H, c_in, c_out, h_out, y_out);
     case IsaLevel::kAvx2:
-      return LstmAvx2(gates, rows, H, h, c);
+      return LstmAvx2(gates, rows, H, c_in, c_out, h_out, y_out);
 #endif
     default:
-      return LstmPortable(gates, rows, H, h, c);
+      return LstmPortable(gates, rows, H, c_in, c_out, h_out, y_out);
   }
 }
 

@@ -84,6 +84,16 @@ Executor::Executor(Plan plan) : plan_(std::move(plan)) {
   }
   for (size_t si = 0; si < n; si++)
     if (!merged[si]) plan_.steps[si]->PrepareHost();
+  // A Copy step (Reshape, Squeeze, ...) whose output is not the fused node's reads and writes
+  // nothing on the host: its output is its input's buffer (values are written once), so
+  // CopyKernel::Host finds them equal and copies nothing.
+  std::vector<int> root(plan_.values.size());
+  for (size_t v = 0; v < root.size(); v++) root[v] = static_cast<int>(v);
+  for (const auto& k : plan_.steps)
+    if (std::string(k->Kind()) == "Copy" && k->in[0] >= 0 && k->out[0] >= 0 && plan_.values[k->out[0]].output < 0) {
+      root[k->out[0]] = root[k->in[0]];
+      alias_.emplace_back(k->out[0], root[k->in[0]]);
+    }
 }
 
 Executor::~Executor() = default;
@@ -201,6 +211,7 @@ OrtStatus* Executor::Compute(OrtKernelContext* ctx) noexcept {
         r->ptr[v] = data;
       }
     }
+    for (const auto& [v, from] : alias_) r->ptr[v] = r->ptr[from];
     Execute(*r, ctx);
     Release(r);
     return nullptr;

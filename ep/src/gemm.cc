@@ -62,13 +62,27 @@ namespace {
 
 using namespace simd;
 
+#define ONNXRL_INLINE_LAMBDA __attribute__((always_inline))
+
+// Src is the left matrix of a multiply: rows of K floats, the first K1 of row m at x + m *
+// lda and the rest at x2 + m * lda2 (an LSTM step's [x_t, h] without building it; K1 = K and
+// x2 unused for one matrix).
+struct Src {
+  const float* x;
+  int64_t lda;
+  int64_t K1;
+  const float* x2;
+  int64_t lda2;
+  Src At(int64_t m) const { return {x + m * lda, lda, K1, x2 == nullptr ? nullptr : x2 + m * lda2, lda2}; }
+};
+
 // Tile computes MR rows by NV panels with vectors V (C = kPanel / lanes of them per panel
 // row): x points at the tile's first row, w at its first panel (panels pstride floats apart),
 // bias at the panel's padded bias; ncols of the NV * 16 columns are stored (the rest are the
 // last panel's padding).
 template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
-ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const float* w, int64_t pstride,
-                               const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
+ONNXRL_ALWAYS_INLINE void Tile(const Src& x, int64_t K, const float* w, int64_t pstride, const float* bias,
+                               const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L;
   V acc[MR * NC];
 #pragma GCC unroll 8
@@ -77,17 +91,23 @@ ONNXRL_ALWAYS_INLINE void Tile(const float* x, int64_t lda, int64_t K, const flo
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++) acc[r * NC + c] = b;
   }
-  for (int64_t k = 0; k < K; k++) {
-    V wv[NC];
+  // Rows of a lda floats apart times the panels' rows from k0, K of them.
+  auto part = [&](const float* a, int64_t lda, int64_t k0, int64_t K) ONNXRL_INLINE_LAMBDA {
+    const float* wk = w + k0 * kPanel;
+    for (int64_t k = 0; k < K; k++) {
+      V wv[NC];
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; c++) wv[c] = Load<V>(w + (c / C) * pstride + k * kPanel + (c % C) * L);
+      for (int c = 0; c < NC; c++) wv[c] = Load<V>(wk + (c / C) * pstride + k * kPanel + (c % C) * L);
 #pragma GCC unroll 8
-    for (int r = 0; r < MR; r++) {
-      const float s = x[r * lda + k];
+      for (int r = 0; r < MR; r++) {
+        const float s = a[r * lda + k];
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; c++) acc[r * NC + c] += s * wv[c];
+        for (int c = 0; c < NC; c++) acc[r * NC + c] += s * wv[c];
+      }
     }
-  }
+  };
+  part(x.x, x.lda, 0, x.K1);
+  if (K > x.K1) part(x.x2, x.lda2, x.K1, K - x.K1);
   Activate(acc, MR * NC, e);
   if (ncols == NV * kPanel) {
 #pragma GCC unroll 8
@@ -128,14 +148,12 @@ ONNXRL_ALWAYS_INLINE void ForTiles(int64_t M, F&& tile) {
   }
 }
 
-#define ONNXRL_INLINE_LAMBDA __attribute__((always_inline))
-
 // Rows runs Tile over M rows for one group of NV panels (or NC vectors of the first panel).
 template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
-ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K, const float* w, int64_t pstride,
+ONNXRL_ALWAYS_INLINE void Rows(const Src& x, int64_t M, int64_t K, const float* w, int64_t pstride,
                                const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    Tile<V, decltype(r)::value, NV, NC>(x + m * lda, lda, K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
+    Tile<V, decltype(r)::value, NV, NC>(x.At(m), K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
   });
 }
 
@@ -144,29 +162,27 @@ ONNXRL_ALWAYS_INLINE void Rows(const float* x, int64_t lda, int64_t M, int64_t K
 // A last panel of at most 8 columns (a policy's logits and value heads) runs as 8-float
 // vectors VH, half the multiply-adds of a whole panel.
 template <typename V, int MR, int NV, typename VH>
-ONNXRL_ALWAYS_INLINE void Blocked(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0,
-                                  int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
+ONNXRL_ALWAYS_INLINE void Blocked(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
+                                  const Epilogue& e, float* out, int64_t ldo) {
   const int64_t K = w.K, pstride = K * kPanel;
   const int64_t p0 = n0 / kPanel, p1 = (n1 + kPanel - 1) / kPanel;
   int64_t mb = std::max<int64_t>(MR, (int64_t{32768} / std::max<int64_t>(K, 1)) / MR * MR);
   for (int64_t m0 = 0; m0 < M; m0 += mb) {
     const int64_t rows = std::min(mb, M - m0);
-    const float* xb = x + m0 * lda;
+    const Src xb = x.At(m0);
     float* ob = out + m0 * ldo;
     int64_t p = p0;
     for (; p + NV <= p1; p += NV) {
       int64_t ncols = std::min(n1, (p + NV) * kPanel) - p * kPanel;
-      Rows<V, MR, NV>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo,
-                      ncols);
+      Rows<V, MR, NV>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
     }
     for (; p < p1; p++) {
       int64_t ncols = std::min(n1, (p + 1) * kPanel) - p * kPanel;
       if (ncols * 2 <= kPanel) {
-        Rows<VH, MR, 1, kPanel / 2 / Lanes<VH>>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e,
+        Rows<VH, MR, 1, kPanel / 2 / Lanes<VH>>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e,
                                                 ob + (p * kPanel - n0), ldo, ncols);
       } else {
-        Rows<V, MR, 1>(xb, lda, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo,
-                       ncols);
+        Rows<V, MR, 1>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
       }
     }
   }
@@ -194,26 +210,24 @@ ONNXRL_ALWAYS_INLINE void Span(const Epilogue& e, const float* in, float* out, i
   for (; i < n; i++) out[i] = ApplyAct(e.act, in[i], e.a, e.b);
 }
 
-void GemmPortable(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
-                  const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V4, 3, 1, V4>(x, lda, M, w, n0, n1, e, out, ldo);
+void GemmPortable(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
+                  float* out, int64_t ldo) {
+  Blocked<V4, 3, 1, V4>(x, M, w, n0, n1, e, out, ldo);
 }
 void SpanPortable(const Epilogue& e, const float* in, float* out, int64_t n) { Span<V4>(e, in, out, n); }
 
 #if defined(ONNXRL_X86_ISAS)
-ONNXRL_TARGET_AVX2 void GemmAvx2(const float* x, int64_t lda, int64_t M, const PackedWeights& w,
-                                                  int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V8, 6, 1, V8>(x, lda, M, w, n0, n1, e, out, ldo);
+ONNXRL_TARGET_AVX2 void GemmAvx2(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
+                                 const Epilogue& e, float* out, int64_t ldo) {
+  Blocked<V8, 6, 1, V8>(x, M, w, n0, n1, e, out, ldo);
 }
 ONNXRL_TARGET_AVX2 void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
   Span<V8>(e, in, out, n);
 }
 
-ONNXRL_TARGET_AVX512 void GemmAvx512(const float* x, int64_t lda, int64_t M,
-                                                                             const PackedWeights& w, int64_t n0,
-                                                                             int64_t n1, const Epilogue& e, float* out,
-                                                                             int64_t ldo) {
-  Blocked<V16, 8, 2, V8>(x, lda, M, w, n0, n1, e, out, ldo);
+ONNXRL_TARGET_AVX512 void GemmAvx512(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
+                                     const Epilogue& e, float* out, int64_t ldo) {
+  Blocked<V16, 8, 2, V8>(x, M, w, n0, n1, e, out, ldo);
 }
 ONNXRL_TARGET_AVX512 void SpanAvx512(const Epilogue& e, const float* in,
                                                                              float* out, int64_t n) {
@@ -223,19 +237,25 @@ ONNXRL_TARGET_AVX512 void SpanAvx512(const Epilogue& e, const float* in,
 
 }  // namespace
 
-void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
-          float* out, int64_t ldo) {
+void GemmStacked(const float* x1, int64_t lda1, int64_t K1, const float* x2, int64_t lda2, int64_t M,
+                 const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo) {
   if (M <= 0 || n1 <= n0) return;
+  const Src x{x1, lda1, std::min(K1, w.K), x2, lda2};
   switch (ChosenIsa()) {
 #if defined(ONNXRL_X86_ISAS)
     case IsaLevel::kAvx512:
-      return GemmAvx512(x, lda, M, w, n0, n1, e, out, ldo);
+      return GemmAvx512(x, M, w, n0, n1, e, out, ldo);
     case IsaLevel::kAvx2:
-      return GemmAvx2(x, lda, M, w, n0, n1, e, out, ldo);
+      return GemmAvx2(x, M, w, n0, n1, e, out, ldo);
 #endif
     default:
-      return GemmPortable(x, lda, M, w, n0, n1, e, out, ldo);
+      return GemmPortable(x, M, w, n0, n1, e, out, ldo);
   }
+}
+
+void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
+          float* out, int64_t ldo) {
+  GemmStacked(x, lda, w.K, nullptr, 0, M, w, n0, n1, e, out, ldo);
 }
 
 void Activations(const Epilogue& e, const float* in, float* out, int64_t n) {

@@ -49,6 +49,12 @@ struct Epilogue {
 void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
           float* out, int64_t ldo);
 
+// GemmStacked is Gemm of the rows [x1[m], x2[m]] without building them: row m's first K1
+// values at x1 + m * lda1 multiply w's first K1 rows, its other w.K - K1 at x2 + m * lda2 the
+// rest (an LSTM step's [x_t, h] by [Wx; Wh]).
+void GemmStacked(const float* x1, int64_t lda1, int64_t K1, const float* x2, int64_t lda2, int64_t M,
+                 const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e, float* out, int64_t ldo);
+
 // Activations: out[i] = act(in[i]) over n floats (in == out allowed), in vectors of the chosen
 // instruction set as the Gemm epilogue does.
 void Activations(const Epilogue& e, const float* in, float* out, int64_t n);

@@ -183,9 +183,10 @@ struct RowRange {
 }  // namespace
 
 int64_t RnnScratch(int64_t gates, int64_t I, int64_t H, int64_t B) {
-  // gates [B][G*H], the recurrent part [B][G*H] (GRU), h and c [B][H] each, the rows [x_t, h]
-  // [B][I+H] (LSTM).
-  return B * (gates * H * 2 + 2 * H + I + H);
+  // gates [B][G*H], the recurrent part [B][G*H] (GRU), h and c [B][H] each (the state when
+  // the caller wants no Y_h or Y_c; GRU's r * h).
+  (void)I;
+  return B * (gates * H * 2 + 2 * H);
 }
 
 void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const float* h0, const float* c0, float* y,
@@ -196,26 +197,37 @@ void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const
   const RnnWeights w = packs.Of(raw, true, false);
   const int64_t H = w.H, G = 4 * H, I = w.I, n = rr.rows;
   float* gates = rr.of(scratch, G);
-  float* h = rr.of(scratch + 2 * B * G, H);
-  float* c = rr.of(scratch + 2 * B * G + B * H, H);
-  float* xh = rr.of(scratch + 2 * B * G + 2 * B * H, I + H);  // the rows [x_t, h]
-  if (h0) std::memcpy(h, rr.of(h0, H), n * H * sizeof(float)); else std::memset(h, 0, n * H * sizeof(float));
-  if (c0) std::memcpy(c, rr.of(c0, H), n * H * sizeof(float)); else std::memset(c, 0, n * H * sizeof(float));
+  // The state is read where it is (h0 and c0; zeros when absent) and written where it goes
+  // (yh and yc; scratch when absent), the cells updating it there from the second step on: no
+  // copies in or out. The first step's multiply has read all of h before the cells write, so h0
+  // may be yh and c0 yc (a direction continuing from the state it wrote, ops/rnn.cc).
+  float* hs = yh != nullptr ? rr.of(yh, H) : rr.of(scratch + 2 * B * G, H);
+  float* cs = yc != nullptr ? rr.of(yc, H) : rr.of(scratch + 2 * B * G + B * H, H);
+  const float* h = rr.of(h0, H);
+  const float* c = rr.of(c0, H);
+  if (h == nullptr) {
+    std::memset(hs, 0, n * H * sizeof(float));
+    h = hs;
+  }
+  if (c == nullptr) {
+    std::memset(cs, 0, n * H * sizeof(float));
+    c = cs;
+  }
+  if (T == 0) {  // the outputs are the initial state
+    if (h != hs) std::memcpy(hs, h, n * H * sizeof(float));
+    if (c != cs) std::memcpy(cs, c, n * H * sizeof(float));
+    return;
+  }
   const Epilogue none;
   for (int64_t t = 0; t < T; t++) {
     // gates = [x_t, h] @ [Wx; Wh] + (bx + bh): one multiply over I + H (measured 7% faster than
-    // x_t @ Wx, then h @ Wh added onto the gates, at 256 rows of 128).
-    const float* xt = x + t * B * I + b0 * I;
-    for (int64_t r = 0; r < n; r++) {
-      std::memcpy(xh + r * (I + H), xt + r * I, I * sizeof(float));
-      std::memcpy(xh + r * (I + H) + I, h + r * H, H * sizeof(float));
-    }
-    Gemm(xh, I + H, n, *w.x, 0, G, none, gates, G);
-    LstmCells(gates, n, H, h, c);
-    if (y) std::memcpy(y + t * B * H + b0 * H, h, n * H * sizeof(float));
+    // x_t @ Wx, then h @ Wh added onto the gates, at 256 rows of 128), its rows read from x_t
+    // and h where they are (GemmStacked).
+    GemmStacked(x + t * B * I + b0 * I, I, I, h, H, n, *w.x, 0, G, none, gates, G);
+    LstmCells(gates, n, H, c, cs, hs, y != nullptr ? y + t * B * H + b0 * H : nullptr);
+    h = hs;
+    c = cs;
   }
-  if (yh) std::memcpy(rr.of(yh, H), h, n * H * sizeof(float));
-  if (yc) std::memcpy(rr.of(yc, H), c, n * H * sizeof(float));
 }
 
 void HostGru(const RnnWeights& raw, bool lbr, const float* x, int64_t T, int64_t B, const float* h0, float* y,

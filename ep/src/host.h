@@ -56,8 +56,11 @@ void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B
 // Scratch floats HostLstm (gates = 4) or HostGru (gates = 3) need for B rows of I inputs and H
 // hidden units.
 int64_t RnnScratch(int64_t gates, int64_t I, int64_t H, int64_t B);
-// LstmCells: gates [rows][4H] (i, o, f, c sums) update h and c [rows][H] (cells.cc).
-void LstmCells(const float* gates, int64_t rows, int64_t H, float* h, float* c);
+// LstmCells: gates [rows][4H] (i, o, f, c sums) and the cell state c_in [rows][H] give the new
+// c_out and h_out [rows][H] (c_out may be c_in), and y_out (when not null) a copy of h_out
+// (cells.cc).
+void LstmCells(const float* gates, int64_t rows, int64_t H, const float* c_in, float* c_out, float* h_out,
+               float* y_out);
 // GruCells: gx, gh [rows][3H] (z, r, n of x @ Wx + bx and h @ Wh + bh) update h [rows][H], the
 // linear_before_reset form (cells.cc).
 void GruCells(const float* gx, const float* gh, int64_t rows, int64_t H, float* h);

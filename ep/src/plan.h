@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graph_util.h"
@@ -104,6 +105,7 @@ class Executor {
   Plan plan_;
   std::vector<std::unique_ptr<HostDenseGroup>> group_at_;  // per step: the group it starts, or null
   std::vector<bool> in_group_;                             // per step: run by a group
+  std::vector<std::pair<int, int>> alias_;  // (value, the value whose buffer it is): Copy outputs
   std::mutex mu_;
   std::vector<std::unique_ptr<Run>> runs_;  // most recently used last
 };
