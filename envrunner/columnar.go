@@ -131,7 +131,6 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	steps := 0
 	var p *policy
 	var infer []row
-	var stride, rew int // p's trajectory layout
 	// A step that may fill the fragment takes every row through observe, which notes where
 	// the fragment ends (stepDone).
 	slow := !c.fastOK || (r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target)
@@ -144,26 +143,17 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 			c.addColumn(e)
 			continue
 		}
-		reward := rs.Reward
-		ep := a.ep
-		a.reward += reward
-		ep.TotalReward += reward
-		a.steps++
-		ep.Length++
+		// What stepDone counts for the transition, then the transition itself (its end
+		// flags 0: not done). The agent stays pending: the row gets its action in this step.
+		a.ep.Length++
 		steps++
-		// The agent stays pending: the row gets its action in this step.
+		a.complete(rs.Reward, 0)
 		if a.pol != p {
 			if p != nil {
 				p.infer = infer
 			}
 			p = a.pol
 			infer = p.infer
-			stride, rew = p.lay.stride, p.lay.rew
-		}
-		if a.collect {
-			// The transition's reward (its end flags stay 0: not done).
-			a.tr[a.n*stride+rew] = float32(reward)
-			a.n++
 		}
 		// The row extends the policy's column run where it can (no row of its own).
 		if run := &p.run; len(infer) == 0 && (run.n == 0 || run.first+run.n == e) {
@@ -172,7 +162,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 			}
 			run.n++
 		} else {
-			pushRow(&infer, a, c.cols.ObsRow(e), reward)
+			pushRow(&infer, a, c.cols.ObsRow(e), rs.Reward)
 		}
 	}
 	if p != nil {

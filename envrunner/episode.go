@@ -323,6 +323,29 @@ func newTrajLayout(p *policy) trajLayout {
 	return l
 }
 
+// addReward adds a reward to the agent's and its episode's totals.
+func (a *agentRec) addReward(reward float64) {
+	a.reward += reward
+	a.ep.TotalReward += reward
+}
+
+// complete completes the agent's pending transition, the one transition path of every
+// protocol (observe, finalRow, addColumns): its reward goes to the agent's and the episode's
+// totals and counts as one of the agent's steps, and where the record collects, the reward
+// and the end flags (0, flagTerminated, flagTruncated) go to its trajectory, whose row n
+// (the pending action's) becomes a complete transition. The caller has taken the agent off
+// pending and counted the step for the runner (stepDone, or addColumns inline).
+func (a *agentRec) complete(reward float64, flags uint8) {
+	a.addReward(reward)
+	a.steps++
+	if a.collect {
+		l := &a.pol.lay
+		a.tr[a.n*l.stride+l.rew] = float32(reward)
+		a.end = flags
+		a.n++
+	}
+}
+
 // rowAction returns the action to record for the agent's last observation: the logged one
 // where the environment took its own, else act (the policy's).
 func (a *agentRec) rowAction(act []float32) []float32 {

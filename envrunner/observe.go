@@ -138,20 +138,15 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 		reward += a.carry
 		a.carry = 0
 	}
-	a.reward += reward
-	ep.TotalReward += reward
 	if a.pending {
 		a.pending = false
 		r.stepDone(a, ep)
-		if a.collect {
-			l := &p.lay
-			row := a.tr[a.n*l.stride : (a.n+1)*l.stride]
-			row[l.rew], a.end = float32(reward), doneFlags(terminated, truncated)
-			if info != nil {
-				a.infos = append(a.infos, transitionInfo{int32(a.n), info})
-			}
-			a.n++
+		if a.collect && info != nil {
+			a.infos = append(a.infos, transitionInfo{int32(a.n), info})
 		}
+		a.complete(reward, doneFlags(terminated, truncated))
+	} else { // its first observation
+		a.addReward(reward)
 	}
 	a.done = done
 	// A final observation needs the model only for the value that bootstraps a truncated
@@ -166,14 +161,13 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 	}
 }
 
-// stepDone counts the transition the agent completes in this step: an agent step, and an env
-// step when it is the episode's first in the step. In truncate_episodes mode counted by env
+// stepDone counts the transition the agent completes in this step (before complete): an agent
+// step, and an env step when it is the episode's first in the step. In truncate_episodes mode counted by env
 // steps, the transitions of an env step beyond the fragment's FragmentLength*NumEnvs belong
 // to the next fragment (RLlib builds a truncated batch of exactly rollout_fragment_length
 // env steps): the record notes where its part of the fragment ends (cutAt), and cut splits
 // there.
 func (r *Runner) stepDone(a *agentRec, ep *Episode) {
-	a.steps++
 	if !ep.extra {
 		r.totalAgentSteps++
 		r.sinceCutAgent++
@@ -221,21 +215,18 @@ func (r *Runner) finalRows(ep *Episode) {
 // terminated (GAE does not bootstrap it), with its last observation (as the model saw it)
 // repeated as the new observation, RLlib's fake final observation.
 func (r *Runner) finalRow(a *agentRec) {
-	ep, p := a.ep, a.pol
 	reward := a.carry
 	a.carry = 0
-	a.reward += reward
-	ep.TotalReward += reward
 	a.done = true
 	if !a.pending {
+		a.addReward(reward)
 		return
 	}
 	a.pending, a.logged = false, false
-	r.stepDone(a, ep)
-	if a.collect && a.rows() == a.n+1 {
-		s, w := p.lay.stride, p.obsW
-		a.tr[a.n*s+p.lay.rew], a.end = float32(reward), flagTerminated
-		a.n++
+	r.stepDone(a, a.ep)
+	a.complete(reward, flagTerminated)
+	if a.collect {
+		s, w := a.pol.lay.stride, a.pol.obsW
 		next := a.newRow()
 		copy(next[:w], a.tr[(a.n-1)*s:(a.n-1)*s+w])
 		clear(next[w:])
