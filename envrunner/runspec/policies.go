@@ -9,6 +9,7 @@ import (
 	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/inference"
 	"github.com/onnxrl/sampler/models"
 )
 
@@ -95,6 +96,15 @@ func buildPolicies(s *Spec, info *EnvInfo) (map[envrunner.PolicyID]envrunner.Pol
 	open := s.OpenModel
 	if open == nil {
 		open = func(name string) (*models.Policy, error) { return OpenPolicy(name, s.MaxModelBytes) }
+	}
+	for _, m := range byID {
+		if m != "random" {
+			// Without the runtime no model loads: said once, not as one policy's error.
+			if err := inference.Init(); err != nil {
+				return nil, nil, "", err
+			}
+			break
+		}
 	}
 	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{}
 	var desc []string
