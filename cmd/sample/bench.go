@@ -47,11 +47,12 @@ var (
 func parseBenchFlags(args []string, stdout io.Writer) (*benchFlags, error) {
 	f := &benchFlags{}
 	fs := newFlags("bench", benchArgs, stdout)
-	envs := fs.String("envs", benchEnvs, "environments, comma-separated")
-	modelList := fs.String("models", "default", "policies, comma-separated: 'default' (each env's bundled policy: the MLPs, and the LSTM for StatelessCartPole), a bundled name, an .onnx path, or 'random'")
-	numEnvs := fs.String("num-envs", benchNumEnvs, "sub-environments, comma-separated")
-	workers := fs.String("workers", "1,2", "runners working in parallel, comma-separated")
-	devices := fs.String("device", "cpu", "inference devices, comma-separated: cpu, cuda[:N], tensorrt[:N]")
+	var l benchLists
+	l.envs = fs.String("envs", benchEnvs, "environments, comma-separated")
+	l.models = fs.String("models", "default", "policies, comma-separated: 'default' (each env's bundled policy: the MLPs, and the LSTM for StatelessCartPole), a bundled name, an .onnx path, or 'random'")
+	l.numEnvs = fs.String("num-envs", benchNumEnvs, "sub-environments, comma-separated")
+	l.workers = fs.String("workers", "1,2", "runners working in parallel, comma-separated")
+	l.devices = fs.String("device", "cpu", "inference devices, comma-separated: cpu, cuda[:N], tensorrt[:N]")
 	fs.IntVar(&f.repeats, "repeats", 5, "measured runs per configuration")
 	fs.DurationVar(&f.warmup, "warmup", 500*time.Millisecond, "stepping before the measured runs of a configuration")
 	fs.DurationVar(&f.duration, "duration", time.Second, "length of one measured run")
@@ -70,63 +71,85 @@ func parseBenchFlags(args []string, stdout io.Writer) (*benchFlags, error) {
 	if len(pos) > 0 {
 		return nil, usagef("unexpected argument %q", pos[0])
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if f.quick {
-		if !set["num-envs"] {
-			*numEnvs = quickNumEnvs
-		}
-		if !set["workers"] {
-			*workers = "1"
-		}
-		if !set["repeats"] {
-			f.repeats = quickRepeats
-		}
-		if !set["warmup"] {
-			f.warmup = quickWarmup
-		}
-		if !set["duration"] {
-			f.duration = quickDuration
-		}
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		f.applyQuick(set, &l)
 	}
-	f.envs, f.models, f.devices = splitList(*envs), splitList(*modelList), splitList(*devices)
-	names := env.Names()
-	for _, e := range f.envs {
-		if !slices.Contains(names, e) {
-			return nil, usagef("--envs: unknown environment %q%s (registered: %s)", e, didYouMean(e, names), strings.Join(names, ", "))
-		}
-	}
-	for _, d := range f.devices {
-		if _, err := inference.ParseDevice(d); err != nil {
-			return nil, usagef("--device: %v", err)
-		}
-	}
-	if f.numEnvs, err = parseInts("--num-envs", *numEnvs); err != nil {
+	if err := f.parseLists(&l); err != nil {
 		return nil, err
 	}
-	if f.workers, err = parseInts("--workers", *workers); err != nil {
+	if err := f.check(); err != nil {
 		return nil, err
-	}
-	switch {
-	case len(f.envs) == 0 || len(f.models) == 0 || len(f.devices) == 0:
-		return nil, usagef("--envs, --models and --device need at least one value each")
-	case f.repeats < 1:
-		return nil, usagef("--repeats %d: want >= 1", f.repeats)
-	case f.duration <= 0:
-		return nil, usagef("--duration %v: want > 0", f.duration)
-	case f.warmup < 0:
-		return nil, usagef("--warmup %v: want >= 0", f.warmup)
-	case f.threads < 0:
-		return nil, usagef("--threads %d: want >= 0", f.threads)
-	case f.fragment < 1:
-		return nil, usagef("--fragment-length %d: want >= 1", f.fragment)
-	case f.out == "":
-		return nil, usagef("--out: want a folder")
 	}
 	if f.vs != "" && f.vsName == "" {
 		f.vsName = vsDefaultName(f.vs)
 	}
 	return f, nil
+}
+
+// benchLists are the comma-separated flags of the matrix.
+type benchLists struct{ envs, models, numEnvs, workers, devices *string }
+
+// applyQuick gives --quick's values to the flags not set explicitly.
+func (f *benchFlags) applyQuick(set map[string]bool, l *benchLists) {
+	if !set["num-envs"] {
+		*l.numEnvs = quickNumEnvs
+	}
+	if !set["workers"] {
+		*l.workers = "1"
+	}
+	if !set["repeats"] {
+		f.repeats = quickRepeats
+	}
+	if !set["warmup"] {
+		f.warmup = quickWarmup
+	}
+	if !set["duration"] {
+		f.duration = quickDuration
+	}
+}
+
+// parseLists reads the matrix's lists, refusing unknown environments and devices.
+func (f *benchFlags) parseLists(l *benchLists) (err error) {
+	f.envs, f.models, f.devices = splitList(*l.envs), splitList(*l.models), splitList(*l.devices)
+	names := env.Names()
+	for _, e := range f.envs {
+		if !slices.Contains(names, e) {
+			return usagef("--envs: unknown environment %q%s (registered: %s)", e, didYouMean(e, names), strings.Join(names, ", "))
+		}
+	}
+	for _, d := range f.devices {
+		if _, err := inference.ParseDevice(d); err != nil {
+			return usagef("--device: %v", err)
+		}
+	}
+	if f.numEnvs, err = parseInts("--num-envs", *l.numEnvs); err != nil {
+		return err
+	}
+	f.workers, err = parseInts("--workers", *l.workers)
+	return err
+}
+
+// check refuses the values bench cannot measure with.
+func (f *benchFlags) check() error {
+	switch {
+	case len(f.envs) == 0 || len(f.models) == 0 || len(f.devices) == 0:
+		return usagef("--envs, --models and --device need at least one value each")
+	case f.repeats < 1:
+		return usagef("--repeats %d: want >= 1", f.repeats)
+	case f.duration <= 0:
+		return usagef("--duration %v: want > 0", f.duration)
+	case f.warmup < 0:
+		return usagef("--warmup %v: want >= 0", f.warmup)
+	case f.threads < 0:
+		return usagef("--threads %d: want >= 0", f.threads)
+	case f.fragment < 1:
+		return usagef("--fragment-length %d: want >= 1", f.fragment)
+	case f.out == "":
+		return usagef("--out: want a folder")
+	}
+	return nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -211,20 +234,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Bad settings fail here, before any run: every env, model and device is built once.
-	fmt.Fprintf(stderr, "bench: checking %d configurations\n", len(cfgs))
-	checked := map[bench.Config]bool{}
-	for _, c := range cfgs {
-		k := bench.Config{Env: c.Env, Model: c.Model, Device: c.Device, NumEnvs: 1, Workers: 1}
-		if checked[k] {
-			continue
-		}
-		checked[k] = true
-		s, err := buildRun(f.runFlags(k))
-		if err != nil {
-			return fmt.Errorf("%s with %s on %s: %w", c.Env, c.Model, c.Device, err)
-		}
-		s.close()
+	if err := f.checkBuilds(cfgs, stderr); err != nil {
+		return err
 	}
 	var vs *vsSampler
 	if f.vs != "" {
@@ -247,10 +258,45 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "bench: %d configurations to run (%d skipped), about %v\n", runnable, len(skipped),
 		(time.Duration(runnable) * per).Round(100*time.Millisecond))
+	runs, vsSkipped, runErr := f.measureAll(ctx, cfgs, skipped, vs, stderr)
+	meta := bench.Meta{Date: start, Command: commandLine("bench", args), Machine: machine(), Versions: versions(),
+		Repeats: f.repeats, Warmup: f.warmup, Duration: f.duration, VsCommand: f.vs, VsName: f.vsName}
+	files, err := writeBenchOutputs(f.out, meta, runs, bench.Summarize(runs, skipped, vsSkipped, cfgs))
+	for _, p := range files {
+		fmt.Fprintln(stdout, p)
+	}
+	fmt.Fprintf(stderr, "bench: done in %v\n", time.Since(start).Round(100*time.Millisecond))
+	return errors.Join(runErr, err)
+}
+
+// checkBuilds builds every env, model and device of cfgs once, so that bad settings fail
+// before any run.
+func (f *benchFlags) checkBuilds(cfgs []bench.Config, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "bench: checking %d configurations\n", len(cfgs))
+	checked := map[bench.Config]bool{}
+	for _, c := range cfgs {
+		k := bench.Config{Env: c.Env, Model: c.Model, Device: c.Device, NumEnvs: 1, Workers: 1}
+		if checked[k] {
+			continue
+		}
+		checked[k] = true
+		s, err := buildRun(f.runSpec(k), 0)
+		if err != nil {
+			return fmt.Errorf("%s with %s on %s: %w", c.Env, c.Model, c.Device, err)
+		}
+		s.Close()
+	}
+	return nil
+}
+
+// measureAll measures the configurations not skipped, one after the other, with a line on
+// stderr for each, until one fails or ctx is done. It returns the runs, why the other
+// sampler declined configurations, and what stopped it.
+func (f *benchFlags) measureAll(ctx context.Context, cfgs []bench.Config, skipped map[bench.Config]string, vs *vsSampler, stderr io.Writer) ([]bench.Run, map[bench.Config]string, error) {
 	var runs []bench.Run
 	vsSkipped := map[bench.Config]string{}
+	runnable := len(cfgs) - len(skipped)
 	i := 0
-	var runErr error
 	for _, c := range cfgs {
 		if _, ok := skipped[c]; ok {
 			continue
@@ -264,8 +310,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		if err != nil {
 			fmt.Fprintln(stderr)
-			runErr = fmt.Errorf("%s: %w", c, err)
-			break
+			return runs, vsSkipped, fmt.Errorf("%s: %w", c, err)
 		}
 		sum := bench.Summarize(rs, nil, vsSkipped, []bench.Config{c})[0]
 		fmt.Fprintf(stderr, "%s steps/s (%s-%s)", bench.Rate(sum.StepsPerSec), bench.Rate(sum.Min), bench.Rate(sum.Max))
@@ -277,18 +322,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stderr)
 		if ctx.Err() != nil {
-			runErr = errInterrupted
-			break
+			return runs, vsSkipped, errInterrupted
 		}
 	}
-	meta := bench.Meta{Date: start, Command: commandLine("bench", args), Machine: machine(), Versions: versions(),
-		Repeats: f.repeats, Warmup: f.warmup, Duration: f.duration, VsCommand: f.vs, VsName: f.vsName}
-	files, err := writeBenchOutputs(f.out, meta, runs, bench.Summarize(runs, skipped, vsSkipped, cfgs))
-	for _, p := range files {
-		fmt.Fprintln(stdout, p)
-	}
-	fmt.Fprintf(stderr, "bench: done in %v\n", time.Since(start).Round(100*time.Millisecond))
-	return errors.Join(runErr, err)
+	return runs, vsSkipped, nil
 }
 
 // writeBenchOutputs writes results.csv, the plots and report.md into dir and returns their

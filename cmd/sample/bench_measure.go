@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -17,24 +18,25 @@ import (
 	"github.com/onnxrl/sampler/internal/bench"
 )
 
-// runFlags are the sample run settings of one configuration: no step limit (the bench
-// decides when to stop), sample batches built as sample run builds them.
-func (f *benchFlags) runFlags(c bench.Config) *runFlags {
-	return &runFlags{env: c.Env, model: c.Model, device: c.Device, numEnvs: c.NumEnvs, workers: c.Workers,
-		threads: f.threads, fragment: f.fragment, seed: f.seed, explore: f.explore, normalize: true,
-		batchMode: envrunner.TruncateEpisodes, countBy: envrunner.EnvSteps, gamma: 0.99, lambda: 0.95}
+// runSpec is the sample run settings of one configuration: no step limit (the bench decides
+// when to stop), sample batches built as sample run builds them.
+func (f *benchFlags) runSpec(c bench.Config) runspec.Spec {
+	s := runspec.DefaultSpec()
+	s.Env, s.Model, s.Device, s.NumEnvs, s.Workers = c.Env, c.Model, c.Device, c.NumEnvs, c.Workers
+	s.Threads, s.FragmentLength, s.Seed, s.Explore = f.threads, f.fragment, f.seed, f.explore
+	return s
 }
 
 // measure builds one configuration, steps it for the warm-up, then runs the measured
 // repeats, each followed by the other sampler's repeat when there is one. It returns the
 // runs, and why the other sampler declined the configuration ("" if it did not).
 func (f *benchFlags) measure(ctx context.Context, c bench.Config, vs *vsSampler) ([]bench.Run, string, error) {
-	s, err := buildRun(f.runFlags(c))
+	s, err := buildRun(f.runSpec(c), 0)
 	if err != nil {
 		return nil, "", err
 	}
-	defer s.close()
-	m := newMeter(s.group.Runners())
+	defer s.Close()
+	m := newMeter(s.Group.Runners())
 	// The warm-up lasts at least until every runner took two batches: a runner alternates
 	// between two batch buffers, and the first fill of each grows it (slow for large
 	// batches; steady state reuses them).

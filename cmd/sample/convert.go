@@ -10,6 +10,7 @@ import (
 
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 )
 
 const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|parquet] [--compression snappy|zstd|none] [--max-file-size SIZE] [--overwrite]"
@@ -22,11 +23,11 @@ const convertArgs = "IN... OUT [--from auto|json|parquet] [--format auto|json|pa
 // unless --overwrite, as for run; a conversion that fails leaves no output.
 func runConvert(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("convert", convertArgs, stdout)
-	var of outputFlags
-	of.register(fs)
+	var of runspec.Output
+	registerOutputFlags(fs, &of)
 	from := fs.String("from", "auto", "input format: parquet, json, or auto (from each input's extension)")
 	maxFileSize := fs.String("max-file-size", "0", "rotate the output file at this size (bytes, or with KiB/MiB/GiB; 0: never)")
-	overwrite := fs.Bool("overwrite", false, "replace an existing output file and its rotated files (otherwise refused)")
+	fs.BoolVar(&of.Overwrite, "overwrite", false, "replace an existing output file and its rotated files (otherwise refused)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -35,18 +36,51 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		return usagef("want at least one input and an output: sample convert %s", convertArgs)
 	}
 	ins, out := pos[:len(pos)-1], pos[len(pos)-1]
-	if err := of.checkOut("output", out); err != nil {
+	of.Path = out
+	if err := of.Check("output"); err != nil {
 		return err
 	}
 	inFormat, err := output.ParseFormat(*from)
 	if err != nil {
 		return usagef("--from: %v", err)
 	}
-	maxSize, err := parseSize(*maxFileSize)
-	if err != nil {
+	if of.MaxFileSize, err = parseSize(*maxFileSize); err != nil {
 		return usagef("--max-file-size: %v", err)
 	}
-	set, err := outputSet(out)
+	if err := checkConvertInputs(ins, out); err != nil {
+		return err
+	}
+	ins = skipPartial(ins, stderr)
+	if len(ins) == 0 {
+		return errors.New("no complete input to convert")
+	}
+	meta, err := convertMetadata(ins, inFormat)
+	if err != nil {
+		return err
+	}
+	w, err := of.Open(meta, nil)
+	if err != nil {
+		return err
+	}
+	batches, rows, err := convertFiles(w, ins, inFormat)
+	if err == nil {
+		err = w.Close()
+	} else {
+		w.Close()
+	}
+	if err != nil {
+		removeOutput(w)
+		return err
+	}
+	st := w.Stats()
+	fmt.Fprintf(stdout, "%s: %d batches, %d rows, %d bytes in %d file(s)\n", strings.Join(w.Files(), ", "), batches, rows, st.Bytes, st.Files)
+	return nil
+}
+
+// checkConvertInputs refuses inputs that are the output or one of its files (which
+// --overwrite would replace).
+func checkConvertInputs(ins []string, out string) error {
+	set, err := runspec.OutputSet(out)
 	if err != nil {
 		return err
 	}
@@ -60,13 +94,12 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	ins = skipPartial(ins, stderr)
-	if len(ins) == 0 {
-		return errors.New("no complete input to convert")
-	}
-	if err := prepareOutput(out, *overwrite); err != nil {
-		return err
-	}
+	return nil
+}
+
+// convertMetadata is the output's metadata: the Parquet inputs' (the later input's value
+// of a key wins) and the inputs' names.
+func convertMetadata(ins []string, inFormat output.Format) (map[string]string, error) {
 	meta := map[string]string{}
 	for _, in := range ins {
 		if inFormat.Resolve(in) != output.FormatParquet {
@@ -74,22 +107,18 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		}
 		m, err := output.ParquetMetadata(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for k, v := range m {
 			meta[k] = v
 		}
 	}
 	meta["onnxrl.converted_from"] = strings.Join(ins, ",")
-	opts, err := of.options(maxSize, meta)
-	if err != nil {
-		return err
-	}
-	w, err := output.NewWriter(out, opts)
-	if err != nil {
-		return err
-	}
-	var batches, rows int64
+	return meta, nil
+}
+
+// convertFiles writes the batches of the inputs with rows to w, counting them.
+func convertFiles(w *output.Writer, ins []string, inFormat output.Format) (batches, rows int64, err error) {
 	for _, in := range ins {
 		err := output.ReadFile(in, inFormat, func(m *envrunner.MultiAgentBatch) error {
 			if m.Rows() == 0 {
@@ -100,18 +129,10 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 			return w.Write(m)
 		})
 		if err != nil {
-			w.Close()
-			removeOutput(w)
-			return err
+			return batches, rows, err
 		}
 	}
-	if err := w.Close(); err != nil {
-		removeOutput(w)
-		return err
-	}
-	st := w.Stats()
-	fmt.Fprintf(stdout, "%s: %d batches, %d rows, %d bytes in %d file(s)\n", strings.Join(w.Files(), ", "), batches, rows, st.Bytes, st.Files)
-	return nil
+	return batches, rows, nil
 }
 
 // skipPartial returns ins without the incomplete files (output.IsPartial), saying on stderr
@@ -134,7 +155,7 @@ func skipPartial(ins []string, stderr io.Writer) []string {
 			continue
 		}
 		seen[base] = true
-		set, err := outputSet(base)
+		set, err := runspec.OutputSet(base)
 		if err != nil {
 			continue
 		}

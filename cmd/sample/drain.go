@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"github.com/onnxrl/sampler/scaleout"
 )
 
@@ -24,7 +25,7 @@ const drainArgs = "--run NAME --out FILE [--server URL] [--token T | --creds FIL
 
 type drainFlags struct {
 	nats                  natsFlags
-	output                outputFlags
+	output                runspec.Output // --format, --compression; Path is --out
 	out, durable          string
 	idleExit, segmentTime time.Duration
 	ackWait               time.Duration
@@ -60,41 +61,8 @@ type drainSummary struct {
 // (they drop the messages it claimed) and by the next drain into its --out: nothing
 // acknowledged is missing from the files and no message is in them twice.
 func runDrain(args []string, stdout, stderr io.Writer) error {
-	f := &drainFlags{}
-	fs := newFlags("drain", drainArgs, stdout)
-	f.nats.register(fs)
-	f.output.register(fs)
-	fs.StringVar(&f.out, "out", "", "output file: Parquet for .parquet, JSON lines for .jsonl or .json (see --format), in a directory that exists; later segments are numbered FILE-000001...")
-	fs.StringVar(&f.durable, "durable", "drain", "durable consumer name: drains of one name share the messages")
-	fs.DurationVar(&f.idleExit, "idle-exit", 0, "stop once the stream has been empty this long (0: run until interrupted)")
-	fs.Int64Var(&f.maxRows, "max-rows", 0, "stop after the segment that reaches this many rows (0: no limit)")
-	fs.Int64Var(&f.segmentRows, "segment-rows", 1_000_000, "close the file and acknowledge its messages after this many rows")
-	fs.DurationVar(&f.segmentTime, "segment-time", time.Minute, "close the file and acknowledge its messages after this long")
-	fs.IntVar(&f.fetch, "fetch", 16, "messages asked for at once")
-	fs.DurationVar(&f.ackWait, "ack-wait", 0, "how long the server waits for a delivered message's acknowledgement before it delivers it again, to another drain of the same --durable (0: 2 x --segment-time + 1m; set when the durable consumer is created)")
-	fs.Float64Var(&f.maxRate, "max-rate", 0, "take at most this many rows per second on average (0: as fast as it can), to leave a shared disk or link to others, or to try back-pressure")
-	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
-	pos, err := parseFlags(fs, args)
+	f, err := parseDrainFlags(args, stdout)
 	if err != nil {
-		return err
-	}
-	switch {
-	case len(pos) > 0:
-		return usagef("unexpected argument %q", pos[0])
-	case f.out == "":
-		return usagef("--out is required")
-	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0 || !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0) || f.ackWait < 0:
-		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows, --idle-exit, --ack-wait and --max-rate not negative (and finite)")
-	case f.ackWait > 0 && f.ackWait <= f.segmentTime:
-		return usagef("--ack-wait %v must be longer than --segment-time %v (a segment's messages wait for it to close)", f.ackWait, f.segmentTime)
-	}
-	if err := f.nats.check(); err != nil {
-		return err
-	}
-	if err := f.output.checkOut("--out", f.out); err != nil {
-		return err
-	}
-	if _, err := f.output.options(0, nil); err != nil {
 		return err
 	}
 	nc, js, err := f.nats.connect("sample drain")
@@ -126,19 +94,69 @@ func runDrain(args []string, stdout, stderr io.Writer) error {
 	if kept {
 		d.sum.Journal = d.journal.path
 	}
-	if f.jsonOut {
-		if e := json.NewEncoder(stdout).Encode(d.sum); e != nil {
-			err = errors.Join(err, e)
-		}
-	} else {
-		s := d.sum
-		fmt.Fprintf(stdout, "drained run %s: %s, %s, %s, %s into %v\n", s.Run, plural(s.Messages, "message", "messages"),
-			plural(s.Batches, "batch", "batches"), plural(s.Rows, "row", "rows"), plural(s.EnvSteps, "env step", "env steps"), s.Out)
-		if kept {
-			fmt.Fprintf(stdout, "journal %s: the ids of the messages in these files, for the next drain into --out %s to skip those delivered again (keep it with the files)\n", s.Journal, f.out)
-		}
+	return errors.Join(err, d.report(stdout))
+}
+
+func parseDrainFlags(args []string, stdout io.Writer) (*drainFlags, error) {
+	f := &drainFlags{}
+	fs := newFlags("drain", drainArgs, stdout)
+	f.nats.register(fs)
+	registerOutputFlags(fs, &f.output)
+	fs.StringVar(&f.out, "out", "", "output file: Parquet for .parquet, JSON lines for .jsonl or .json (see --format), in a directory that exists; later segments are numbered FILE-000001...")
+	fs.StringVar(&f.durable, "durable", "drain", "durable consumer name: drains of one name share the messages")
+	fs.DurationVar(&f.idleExit, "idle-exit", 0, "stop once the stream has been empty this long (0: run until interrupted)")
+	fs.Int64Var(&f.maxRows, "max-rows", 0, "stop after the segment that reaches this many rows (0: no limit)")
+	fs.Int64Var(&f.segmentRows, "segment-rows", 1_000_000, "close the file and acknowledge its messages after this many rows")
+	fs.DurationVar(&f.segmentTime, "segment-time", time.Minute, "close the file and acknowledge its messages after this long")
+	fs.IntVar(&f.fetch, "fetch", 16, "messages asked for at once")
+	fs.DurationVar(&f.ackWait, "ack-wait", 0, "how long the server waits for a delivered message's acknowledgement before it delivers it again, to another drain of the same --durable (0: 2 x --segment-time + 1m; set when the durable consumer is created)")
+	fs.Float64Var(&f.maxRate, "max-rate", 0, "take at most this many rows per second on average (0: as fast as it can), to leave a shared disk or link to others, or to try back-pressure")
+	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
 	}
+	if len(pos) > 0 {
+		return nil, usagef("unexpected argument %q", pos[0])
+	}
+	return f, f.check()
+}
+
+// check refuses the values drain cannot drain with, and an --out that is not a sample file
+// in a directory that exists.
+func (f *drainFlags) check() error {
+	switch {
+	case f.out == "":
+		return usagef("--out is required")
+	case f.segmentRows < 1 || f.segmentTime <= 0 || f.fetch < 1 || f.maxRows < 0 || f.idleExit < 0 || !(f.maxRate >= 0) || math.IsInf(f.maxRate, 0) || f.ackWait < 0:
+		return usagef("--segment-rows, --segment-time and --fetch must be positive, --max-rows, --idle-exit, --ack-wait and --max-rate not negative (and finite)")
+	case f.ackWait > 0 && f.ackWait <= f.segmentTime:
+		return usagef("--ack-wait %v must be longer than --segment-time %v (a segment's messages wait for it to close)", f.ackWait, f.segmentTime)
+	}
+	if err := f.nats.check(); err != nil {
+		return err
+	}
+	f.output.Path = f.out
+	if err := f.output.Check("--out"); err != nil {
+		return err
+	}
+	_, err := f.output.Options(nil)
 	return err
+}
+
+// report prints the summary: one JSON object with --json, else a line (and one for the
+// journal when it is kept).
+func (d *drainer) report(stdout io.Writer) error {
+	s := d.sum
+	if d.f.jsonOut {
+		return json.NewEncoder(stdout).Encode(s)
+	}
+	fmt.Fprintf(stdout, "drained run %s: %s, %s, %s, %s into %v\n", s.Run, plural(s.Messages, "message", "messages"),
+		plural(s.Batches, "batch", "batches"), plural(s.Rows, "row", "rows"), plural(s.EnvSteps, "env step", "env steps"), s.Out)
+	if s.Journal != "" {
+		fmt.Fprintf(stdout, "journal %s: the ids of the messages in these files, for the next drain into --out %s to skip those delivered again (keep it with the files)\n", s.Journal, d.f.out)
+	}
+	return nil
 }
 
 type drainer struct {
@@ -178,7 +196,7 @@ func (d *drainer) run(ctx context.Context) error {
 	lastMsg := time.Now()
 	d.begun = lastMsg
 	for ctx.Err() == nil {
-		if d.f.maxRows > 0 && d.taken() >= d.f.maxRows && d.w == nil {
+		if d.reachedMaxRows() && d.w == nil {
 			return nil
 		}
 		// The wait for messages keeps the lease of those held.
@@ -188,74 +206,103 @@ func (d *drainer) run(ctx context.Context) error {
 		if len(d.pending) == 0 {
 			d.leaseFrom = fetchAt
 		}
-		if errors.Is(err, jetstream.ErrServerShutdown) && ctx.Err() == nil {
-			// A server stopped on purpose (sample run --publish embedded, once its stream
-			// is drained; a broker restarted): not an error. The client reconnects if it
-			// comes back.
-			if !d.serverDown {
-				fmt.Fprintf(d.stderr, "sample drain: the NATS server shut down; waiting for it to come back %s\n", d.until())
-				d.serverDown = true
-			}
-			continue
-		}
 		if err != nil && ctx.Err() == nil {
-			// A lost connection or a restarting server: the client reconnects; try again.
-			fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
-			}
+			d.fetchFailed(ctx, err)
 			continue
 		}
-		for i, m := range msgs {
-			d.unhandled = msgs[i+1:]
-			if d.f.maxRows > 0 && d.taken() >= d.f.maxRows {
-				// Not ours to take: the server hands it to the next drain at once.
-				if err := m.Nak(); err != nil {
-					return errors.Join(fmt.Errorf("give back a message: %w", err), d.closeSegment())
-				}
-				continue
-			}
-			dup, err := d.committed(ctx, m)
-			if err != nil {
-				return errors.Join(err, d.closeSegment())
-			}
-			if dup {
-				// Delivered again (a drain killed before it acknowledged, an
-				// acknowledgement lost in a server restart): it is in a file already.
-				d.sum.Duplicates++
-				d.hold(m)
-				continue
-			}
-			if err := d.write(m); err != nil {
-				return errors.Join(err, d.closeSegment())
-			}
-			d.pace(ctx)
-			d.renewIfDue()
-			if d.segRows >= d.f.segmentRows || (d.f.maxRows > 0 && d.taken() >= d.f.maxRows) || len(d.segSeqs) >= scaleout.MaxClaimRanges {
-				if err := d.closeSegment(); err != nil {
-					return err
-				}
-			}
+		if err := d.takeAll(ctx, msgs); err != nil {
+			return err
 		}
-		d.unhandled = nil
-		d.renewIfDue()
 		if len(msgs) > 0 {
 			lastMsg = time.Now()
 			d.serverDown = false
 		}
-		idle := len(msgs) == 0
-		if (d.w != nil || len(d.pending) > 0) && (idle || time.Since(d.started) >= d.f.segmentTime) {
-			if err := d.closeSegment(); err != nil {
-				return err
-			}
-		}
-		if idle && d.f.idleExit > 0 && time.Since(lastMsg) >= d.f.idleExit {
-			return nil
+		if done, err := d.afterFetch(len(msgs) == 0, lastMsg); done || err != nil {
+			return err
 		}
 	}
 	return d.closeSegment()
 }
+
+// afterFetch closes the segment when the stream is idle or the segment is --segment-time
+// old, and reports whether the drain is done: idle for --idle-exit since lastMsg.
+func (d *drainer) afterFetch(idle bool, lastMsg time.Time) (done bool, err error) {
+	if (d.w != nil || len(d.pending) > 0) && (idle || time.Since(d.started) >= d.f.segmentTime) {
+		if err := d.closeSegment(); err != nil {
+			return true, err
+		}
+	}
+	return idle && d.f.idleExit > 0 && time.Since(lastMsg) >= d.f.idleExit, nil
+}
+
+// fetchFailed reports a fetch that failed; the drain tries again.
+func (d *drainer) fetchFailed(ctx context.Context, err error) {
+	if errors.Is(err, jetstream.ErrServerShutdown) {
+		// A server stopped on purpose (sample run --publish embedded, once its stream is
+		// drained; a broker restarted): not an error. The client reconnects if it comes
+		// back.
+		if !d.serverDown {
+			fmt.Fprintf(d.stderr, "sample drain: the NATS server shut down; waiting for it to come back %s\n", d.until())
+			d.serverDown = true
+		}
+		return
+	}
+	// A lost connection or a restarting server: the client reconnects; try again.
+	fmt.Fprintf(d.stderr, "sample drain: %v (retrying)\n", oneLine(err.Error()))
+	select {
+	case <-ctx.Done():
+	case <-time.After(250 * time.Millisecond):
+	}
+}
+
+// takeAll takes the messages of one fetch, one by one.
+func (d *drainer) takeAll(ctx context.Context, msgs []jetstream.Msg) error {
+	for i, m := range msgs {
+		d.unhandled = msgs[i+1:]
+		if err := d.take(ctx, m); err != nil {
+			return err
+		}
+	}
+	d.unhandled = nil
+	d.renewIfDue()
+	return nil
+}
+
+// take writes m into the segment (a message delivered again is held, not written; one
+// beyond --max-rows is given back to the server), and closes the segment once it is full.
+// An error closes the segment too.
+func (d *drainer) take(ctx context.Context, m jetstream.Msg) error {
+	if d.reachedMaxRows() {
+		// Not ours to take: the server hands it to the next drain at once.
+		if err := m.Nak(); err != nil {
+			return errors.Join(fmt.Errorf("give back a message: %w", err), d.closeSegment())
+		}
+		return nil
+	}
+	dup, err := d.committed(ctx, m)
+	if err != nil {
+		return errors.Join(err, d.closeSegment())
+	}
+	if dup {
+		// Delivered again (a drain killed before it acknowledged, an acknowledgement lost
+		// in a server restart): it is in a file already.
+		d.sum.Duplicates++
+		d.hold(m)
+		return nil
+	}
+	if err := d.write(m); err != nil {
+		return errors.Join(err, d.closeSegment())
+	}
+	d.pace(ctx)
+	d.renewIfDue()
+	if d.segRows >= d.f.segmentRows || d.reachedMaxRows() || len(d.segSeqs) >= scaleout.MaxClaimRanges {
+		return d.closeSegment()
+	}
+	return nil
+}
+
+// reachedMaxRows reports whether --max-rows rows are taken.
+func (d *drainer) reachedMaxRows() bool { return d.f.maxRows > 0 && d.taken() >= d.f.maxRows }
 
 // taken is the rows taken so far: those of the committed files and of the segment being
 // written.
@@ -297,7 +344,7 @@ func (d *drainer) write(m jetstream.Msg) error {
 		return fmt.Errorf("%w (message terminated)", err)
 	}
 	if d.w == nil {
-		opts, err := d.f.output.options(0, meta)
+		opts, err := d.f.output.Options(meta)
 		if err != nil {
 			return err
 		}

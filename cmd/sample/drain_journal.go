@@ -56,33 +56,63 @@ type drainJournal struct {
 // claims exist.
 func openDrainJournal(ctx context.Context, out string, seen *idSet, claims *scaleout.Claims, stderr io.Writer) (j *drainJournal, owned []string, err error) {
 	path := out + journalSuffix
-	type segment struct {
-		name, token string // token "": committed before the claims
-		ids         []string
-	}
-	var segs []segment
-	if f, err := os.Open(path); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if rest, ok := strings.CutPrefix(line, "#p "); ok {
-				token, name, _ := strings.Cut(rest, " ")
-				segs = append(segs, segment{name: name, token: token})
-			} else if name, ok := strings.CutPrefix(line, "# "); ok {
-				segs = append(segs, segment{name: name})
-			} else if line != "" && len(segs) > 0 {
-				segs[len(segs)-1].ids = append(segs[len(segs)-1].ids, line)
-			}
-		}
-		err := sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the drain journal %s: %w", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	segs, err := readDrainJournal(path)
+	if err != nil {
 		return nil, nil, err
 	}
+	committed, owned, err := committedSegments(ctx, segs, seen, claims)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := finishPartials(out, committed, stderr); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the drain journal: %w", err)
+	}
+	return &drainJournal{f: f, path: path}, owned, nil
+}
+
+// journalSegment is a segment as the journal has it.
+type journalSegment struct {
+	name, token string // token "": committed before the claims
+	ids         []string
+}
+
+// readDrainJournal reads the journal at path (none: no segments).
+func readDrainJournal(path string) ([]journalSegment, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var segs []journalSegment
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "#p "); ok {
+			token, name, _ := strings.Cut(rest, " ")
+			segs = append(segs, journalSegment{name: name, token: token})
+		} else if name, ok := strings.CutPrefix(line, "# "); ok {
+			segs = append(segs, journalSegment{name: name})
+		} else if line != "" && len(segs) > 0 {
+			segs[len(segs)-1].ids = append(segs[len(segs)-1].ids, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the drain journal %s: %w", path, err)
+	}
+	return segs, nil
+}
+
+// committedSegments returns the names of the journal's committed segments, whose message
+// ids it adds to seen, and the tokens of those whose claims exist (owned).
+func committedSegments(ctx context.Context, segs []journalSegment, seen *idSet, claims *scaleout.Claims) (committed map[string]bool, owned []string, err error) {
 	var claimed map[string]bool
 	for _, s := range segs {
 		if s.token != "" {
@@ -92,7 +122,7 @@ func openDrainJournal(ctx context.Context, out string, seen *idSet, claims *scal
 			break
 		}
 	}
-	committed := map[string]bool{}
+	committed = map[string]bool{}
 	for _, s := range segs {
 		_, statErr := os.Stat(s.name)
 		// A prepared segment is committed when its claim exists; once renamed into place,
@@ -108,9 +138,15 @@ func openDrainJournal(ctx context.Context, out string, seen *idSet, claims *scal
 			seen.add(id)
 		}
 	}
+	return committed, owned, nil
+}
+
+// finishPartials renames the committed segments a killed drain left under their .partial
+// names into place, and removes the uncommitted ones.
+func finishPartials(out string, committed map[string]bool, stderr io.Writer) error {
 	partials, err := filepath.Glob(globEscape(out[:len(out)-len(filepath.Ext(out))]) + "*" + partialSuffix)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	for _, p := range partials {
 		name := strings.TrimSuffix(p, partialSuffix)
@@ -119,21 +155,17 @@ func openDrainJournal(ctx context.Context, out string, seen *idSet, claims *scal
 		}
 		if committed[name] {
 			if err := os.Rename(p, name); err != nil {
-				return nil, nil, fmt.Errorf("finish the committed segment %s: %w", name, err)
+				return fmt.Errorf("finish the committed segment %s: %w", name, err)
 			}
 			fmt.Fprintf(stderr, "sample drain: %s was committed by a drain that stopped before renaming it: renamed\n", name)
 			continue
 		}
 		if err := os.Remove(p); err != nil {
-			return nil, nil, fmt.Errorf("remove the uncommitted segment %s: %w", p, err)
+			return fmt.Errorf("remove the uncommitted segment %s: %w", p, err)
 		}
 		fmt.Fprintf(stderr, "sample drain: removed %s, left uncommitted by a drain that stopped (its messages come again)\n", p)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the drain journal: %w", err)
-	}
-	return &drainJournal{f: f, path: path}, owned, nil
+	return nil
 }
 
 // isSegmentName reports whether name is out or one of its numbered segments.
@@ -214,4 +246,10 @@ func crashPoint(step string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
+}
+
+// globEscape quotes s for filepath.Glob.
+func globEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
 }

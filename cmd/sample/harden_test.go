@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -262,7 +263,7 @@ func rowsWritten(path string) int64 {
 // completeFiles returns the complete files of path's output set (each flush closes one; the
 // .partial file being written is left out).
 func completeFiles(path string) []string {
-	set, _ := outputSet(path)
+	set, _ := runspec.OutputSet(path)
 	var done []string
 	for _, f := range set {
 		if !output.IsPartial(f) {

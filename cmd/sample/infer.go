@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"io"
 	"math"
 	"os"
@@ -89,7 +90,7 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if _, err := inference.ParseDevice(*device); err != nil {
 		return &usageError{err.Error()}
 	}
-	p, err := loadPolicy(*model, maxModel.limit())
+	p, err := runspec.OpenPolicy(*model, maxModel.limit())
 	if err != nil {
 		return err
 	}
@@ -97,6 +98,25 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sess, err := inference.NewSession(p.Model, inference.Options{Device: *device, Capacity: inputCapacity(in), IntraOpThreads: *threads})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	outs, err := sess.Infer(in.data())
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(outputsJSON(sess, outs))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// inputCapacity is the session's batch capacity for in: its largest dimension up to 2^20.
+func inputCapacity(in *inferInput) int {
 	capacity := 1
 	for _, t := range in.Inputs {
 		for _, d := range t.Shape {
@@ -105,11 +125,11 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	sess, err := inference.NewSession(p.Model, inference.Options{Device: *device, Capacity: capacity, IntraOpThreads: *threads})
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
+	return capacity
+}
+
+// data is the session's inputs of in.
+func (in *inferInput) data() map[string]inference.Data {
 	data := make(map[string]inference.Data, len(in.Inputs))
 	for name, t := range in.Inputs {
 		vals := make([]float64, len(t.Data))
@@ -118,31 +138,30 @@ func runInfer(args []string, stdout, stderr io.Writer) error {
 		}
 		data[name] = inference.Data{Shape: t.Shape, Values: vals}
 	}
-	outs, err := sess.Infer(data)
-	if err != nil {
-		return err
-	}
-	res := struct {
-		Outputs map[string]tensorJSON `json:"outputs"`
-	}{Outputs: map[string]tensorJSON{}}
+	return data
+}
+
+// inferOutput is what sample infer prints.
+type inferOutput struct {
+	Outputs map[string]tensorJSON `json:"outputs"`
+}
+
+// outputsJSON is the session's outputs as sample infer prints them: a float32 output's
+// values as the shortest decimals that read back as the same float32.
+func outputsJSON(sess *inference.Session, outs map[string]inference.Data) inferOutput {
+	res := inferOutput{Outputs: map[string]tensorJSON{}}
 	for name, d := range outs {
 		vals := make([]jsonFloat, len(d.Values))
 		t, _ := sess.Output(name)
 		for i, v := range d.Values {
 			if t.Info.ElemType == inference.ElemFloat32 {
-				// Print the shortest decimal that reads back as the same float32.
 				v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', -1, 32), 64)
 			}
 			vals[i] = jsonFloat(v)
 		}
 		res.Outputs[name] = tensorJSON{Shape: d.Shape, Data: vals}
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "%s\n", b)
-	return err
+	return res
 }
 
 func readInferInput(path string, limits map[string]int64) (*inferInput, error) {

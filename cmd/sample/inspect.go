@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"io"
 	"sort"
 	"strings"
@@ -65,22 +66,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("want exactly one MODEL (a path to an .onnx file or a bundled model name), got %d arguments", len(pos))
 	}
-	p, err := loadPolicy(pos[0], maxModel.limit())
+	p, err := runspec.OpenPolicy(pos[0], maxModel.limit())
 	if err != nil {
 		return err
 	}
-	m := p.Model
-	out := inspectJSON{Model: m.Path, Producer: strings.TrimSpace(m.ProducerName + " " + m.ProducerVersion),
-		IRVersion: m.IRVersion, Opsets: m.Opsets, Metadata: m.Metadata, Spec: &p.Spec, Source: p.Source}
-	for _, v := range m.Inputs {
-		out.Inputs = append(out.Inputs, toValueJSON(v))
-	}
-	for _, v := range m.Outputs {
-		out.Outputs = append(out.Outputs, toValueJSON(v))
-	}
-	for _, d := range p.Decisions {
-		out.Decisions = append(out.Decisions, decisionJSON(d))
-	}
+	out := inspectOf(p)
 	if *device != "" {
 		if _, err := inference.ParseDevice(*device); err != nil {
 			return usagef("--device: %v", err)
@@ -95,6 +85,31 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
+	printInspect(stdout, p, &out)
+	return nil
+}
+
+// inspectOf is what sample inspect says of p (without --device's assignment).
+func inspectOf(p *models.Policy) inspectJSON {
+	m := p.Model
+	out := inspectJSON{Model: m.Path, Producer: strings.TrimSpace(m.ProducerName + " " + m.ProducerVersion),
+		IRVersion: m.IRVersion, Opsets: m.Opsets, Metadata: m.Metadata, Spec: &p.Spec, Source: p.Source}
+	for _, v := range m.Inputs {
+		out.Inputs = append(out.Inputs, toValueJSON(v))
+	}
+	for _, v := range m.Outputs {
+		out.Outputs = append(out.Outputs, toValueJSON(v))
+	}
+	for _, d := range p.Decisions {
+		out.Decisions = append(out.Decisions, decisionJSON(d))
+	}
+	return out
+}
+
+// printInspect prints out as text: the model's inputs, outputs and metadata, then the
+// policy spec's decisions and the provider assignment.
+func printInspect(stdout io.Writer, p *models.Policy, out *inspectJSON) {
+	m := p.Model
 	w := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintf(w, "model\t%s\n", m.Path)
 	fmt.Fprintf(w, "producer\t%s (IR version %d, opsets %s)\n", out.Producer, m.IRVersion, formatOpsets(m.Opsets))
@@ -120,21 +135,25 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	w.Flush()
 	fmt.Fprintf(stdout, "\npolicy spec (explicit part from: %s)\n", p.Source)
 	for _, d := range p.Decisions {
-		v := d.Value
-		switch {
-		case d.Role == "observation_space" && p.Spec.ObservationSpace != nil:
-			v = spaceText(p.Spec.ObservationSpace)
-		case d.Role == "action_space" && p.Spec.ActionSpace != nil:
-			v = spaceText(p.Spec.ActionSpace)
-		case v == "":
-			v = "-"
-		}
-		fmt.Fprintf(stdout, "  %-18s %s\n  %-18s   (%s)\n", d.Role, v, "", d.Reason)
+		fmt.Fprintf(stdout, "  %-18s %s\n  %-18s   (%s)\n", d.Role, decisionValue(p, d), "", d.Reason)
 	}
 	if out.Device != "" {
 		printAssignment(stdout, out.Device, out.Assignment)
 	}
-	return nil
+}
+
+// decisionValue is how the text form shows a decision's value: spaces in their short form,
+// "-" for none.
+func decisionValue(p *models.Policy, d models.Decision) string {
+	switch {
+	case d.Role == "observation_space" && p.Spec.ObservationSpace != nil:
+		return spaceText(p.Spec.ObservationSpace)
+	case d.Role == "action_space" && p.Spec.ActionSpace != nil:
+		return spaceText(p.Spec.ActionSpace)
+	case d.Value == "":
+		return "-"
+	}
+	return d.Value
 }
 
 func toValueJSON(v inference.ValueInfo) valueJSON {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"io"
 	"slices"
 	"strings"
@@ -18,17 +19,17 @@ func listEnvs(w io.Writer) error {
 	fmt.Fprintln(tw, "env\tkind\tobservation space\taction space\tdefault model")
 	for _, name := range env.Names() {
 		kind, obs, act := "", "", ""
-		info, err := probeEnv(name, nil)
+		info, err := runspec.ProbeEnv(name, nil)
 		switch {
 		case err != nil:
 			kind, obs = "?", "("+oneLine(err.Error())+")"
-		case info.agents != nil:
-			kind = fmt.Sprintf("multi-agent (%d)", len(info.agents))
+		case info.Agents != nil:
+			kind = fmt.Sprintf("multi-agent (%d)", len(info.Agents))
 		default:
 			kind = "single"
 		}
 		if err == nil {
-			obs, act = spaceText(info.obs), spaceText(info.act)
+			obs, act = spaceText(info.Obs), spaceText(info.Act)
 		}
 		model := defaultModels[name]
 		if model == "" {
@@ -43,9 +44,9 @@ func listEnvs(w io.Writer) error {
 // the closest name), and --steps 0 or --episodes 0 given explicitly (0 would otherwise mean
 // "not set").
 func checkRunFlags(fs *flag.FlagSet, f *runFlags) error {
-	if names := env.Names(); !slices.Contains(names, f.env) {
+	if names := env.Names(); !slices.Contains(names, f.spec.Env) {
 		return usagef("--env: unknown environment %q%s (registered: %s; see sample run --list-envs)",
-			f.env, didYouMean(f.env, names), strings.Join(names, ", "))
+			f.spec.Env, didYouMean(f.spec.Env, names), strings.Join(names, ", "))
 	}
 	var err error
 	fs.Visit(func(fl *flag.Flag) {

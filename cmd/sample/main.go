@@ -25,6 +25,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/onnxrl/sampler/envrunner/runspec"
 )
 
 // usageError marks errors that come from bad command-line use (exit status 2).
@@ -94,7 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 130 // 128 + SIGINT, as shells report it
 		}
 		var ue *usageError
-		if errors.As(err, &ue) {
+		var se *runspec.SpecError // settings the builder cannot build, named by their flags
+		if errors.As(err, &ue) || errors.As(err, &se) {
 			return 2
 		}
 		return 1

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestInfer(t *testing.T) {
 }
 
 func newTestSession(t *testing.T, name string) *inference.Session {
-	p, err := loadPolicy(name, inference.DefaultMaxModelBytes)
+	p, err := runspec.OpenPolicy(name, inference.DefaultMaxModelBytes)
 	require.NoError(t, err)
 	s, err := inference.NewSession(p.Model, inference.Options{Capacity: 4})
 	require.NoError(t, err)

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/onnxrl/sampler/inference"
-	"github.com/onnxrl/sampler/models"
 )
 
 // modelSizeFlag is --max-model-size of the commands that read model files: a model must be
@@ -37,18 +34,4 @@ func (m *modelSizeFlag) limit() int64 {
 		return inference.DefaultMaxModelBytes
 	}
 	return m.bytes
-}
-
-// loadPolicy loads a model by path, or by bundled name when no such file exists, from a
-// file of at most maxBytes; a larger file's error says which flag raises the limit.
-func loadPolicy(name string, maxBytes int64) (*models.Policy, error) {
-	if name == "" {
-		return nil, usagef("no model given")
-	}
-	p, err := models.OpenLimit(name, maxBytes)
-	var se *inference.FileSizeError
-	if errors.As(err, &se) {
-		return nil, fmt.Errorf("%w (raise the limit with --max-model-size)", err)
-	}
-	return p, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/envrunner"
@@ -41,7 +42,7 @@ func (c *publishCheck) model(path string) (data []byte, note string, err error) 
 	if err := inference.Init(); err != nil {
 		return nil, "", err
 	}
-	p, err := loadPolicy(path, c.maxModel.limit())
+	p, err := runspec.OpenPolicy(path, c.maxModel.limit())
 	if err != nil {
 		return nil, "", fmt.Errorf("not published: %w", err)
 	}
@@ -60,27 +61,34 @@ func (c *publishCheck) model(path string) (data []byte, note string, err error) 
 	if p, err = models.LoadModel(m, ""); err != nil {
 		return nil, "", fmt.Errorf("not published: %s: %w", path, err)
 	}
+	if err := c.bind(path, p); err != nil {
+		return nil, "", err
+	}
+	return m.Bytes(), note, nil
+}
+
+// bind binds p as a worker's runner would (against --env's spaces when given, else its
+// spec's), refusing what would not bind.
+func (c *publishCheck) bind(path string, p *models.Policy) error {
 	pc := envrunner.PolicyConfig{Policy: p, Session: inference.Options{Device: "cpu", IntraOpThreads: 1, InterOpThreads: 1}}
+	where := ""
 	if c.env != "" {
 		cfg, err := env.ParseConfig(c.envConfig)
 		if err != nil {
-			return nil, "", usagef("--env-config: %v", err)
+			return usagef("--env-config: %v", err)
 		}
-		info, err := probeEnv(c.env, cfg)
+		info, err := runspec.ProbeEnv(c.env, cfg)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
-		pc.ObservationSpace, pc.ActionSpace = info.obs, info.act
+		pc.ObservationSpace, pc.ActionSpace = info.Obs, info.Act
+		where = " against " + c.env
 	}
 	if err := envrunner.CheckPolicy(envrunner.DefaultPolicyID, pc); err != nil {
-		var where string
-		if c.env != "" {
-			where = " against " + c.env
-		}
 		if u := errors.Unwrap(err); u != nil {
 			err = u // without "envrunner: policy ...": the model is the subject here
 		}
-		return nil, "", fmt.Errorf("not published: %s does not bind%s as sample run would: %w", path, where, err)
+		return fmt.Errorf("not published: %s does not bind%s as sample run would: %w", path, where, err)
 	}
-	return m.Bytes(), note, nil
+	return nil
 }

@@ -25,14 +25,14 @@ func TestRunRemoteWaitSetsBatchWait(t *testing.T) {
 		args := append([]string{"--remote", "--env", "RandomEnv", "--model", "random", "--num-envs", "4", "--workers", "2"}, c.args...)
 		f, err := parseRunFlags(args, io.Discard)
 		require.NoError(t, err, args)
-		s, err := buildRun(f)
+		s, err := buildRun(f.spec, f.maxModel.limit())
 		require.NoError(t, err, args)
-		for _, r := range s.group.Runners() {
+		for _, r := range s.Group.Runners() {
 			rv, ok := r.Env().(*env.RemoteVectorEnv)
 			require.True(t, ok, "%v: worker %d runs a %T", args, r.Worker(), r.Env())
 			assert.Equal(t, c.want, rv.Options().BatchWait, args)
 		}
-		s.close()
+		s.Close()
 	}
 	s := runJSON(t, "--remote", "--remote-wait", "2", "--env", "RandomEnv", "--model", "random", "--num-envs", "4", "--steps", "400")
 	assert.Equal(t, int64(400), s.EnvSteps)

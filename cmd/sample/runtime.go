@@ -184,23 +184,9 @@ func installRuntime(src io.Reader, pins runtimePins, arch, dest string) (string,
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	defer tmp.Close()
 	libHash := sha256.New()
-	found := false
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("onnxruntime-node package: %w", err)
-		}
-		if h.Name != member || h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if _, err := io.Copy(io.MultiWriter(tmp, libHash), tr); err != nil {
-			return "", fmt.Errorf("onnxruntime-node package: %s: %w", member, err)
-		}
-		found = true
+	found, err := extractMember(tar.NewReader(zr), member, io.MultiWriter(tmp, libHash))
+	if err != nil {
+		return "", err
 	}
 	// The rest of the stream (gzip trailer, padding) counts for the tarball's digest.
 	if _, err := io.Copy(io.Discard, zr); err != nil {
@@ -218,6 +204,33 @@ func installRuntime(src io.Reader, pins runtimePins, arch, dest string) (string,
 	if got := hex.EncodeToString(libHash.Sum(nil)); got != want {
 		return "", fmt.Errorf("%s: sha256 %s, want %s; nothing installed", member, got, want)
 	}
+	return placeRuntime(tmp, dest, pins.version)
+}
+
+// extractMember copies the regular file member of tr to w and reports whether it was
+// there; it reads tr to its end.
+func extractMember(tr *tar.Reader, member string, w io.Writer) (found bool, err error) {
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return found, nil
+		}
+		if err != nil {
+			return found, fmt.Errorf("onnxruntime-node package: %w", err)
+		}
+		if h.Name != member || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if _, err := io.Copy(w, tr); err != nil {
+			return found, fmt.Errorf("onnxruntime-node package: %s: %w", member, err)
+		}
+		found = true
+	}
+}
+
+// placeRuntime puts the checked library tmp into dest as libonnxruntime.so.1, with a
+// libonnxruntime.so link and a VERSION file, and returns its path.
+func placeRuntime(tmp *os.File, dest, version string) (string, error) {
 	if err := tmp.Chmod(0o644); err != nil {
 		return "", err
 	}
@@ -233,7 +246,7 @@ func installRuntime(src io.Reader, pins runtimePins, arch, dest string) (string,
 	if err := os.Symlink("libonnxruntime.so.1", link); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dest, "VERSION"), []byte(pins.version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dest, "VERSION"), []byte(version+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	return lib, nil

@@ -14,21 +14,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/onnxrl/sampler/envrunner"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"github.com/onnxrl/sampler/models"
 	"github.com/onnxrl/sampler/scaleout"
 )
-
-const workerArgs = "[--server URL] [--run NAME] [--policy ID] [--env NAME] [--num-envs N] [--steps N] ..."
-
-// workerFlags are sample worker's flags; the environment and runner flags mean what they mean
-// for sample run.
-type workerFlags struct {
-	nats                  natsFlags
-	policy, sampler, work string
-	metrics, ackLog       string
-	poll, stopWait        time.Duration
-	run                   runFlags
-}
 
 // runWorker samples until stopped (or --steps), publishing every batch to the run's stream
 // with the policy named by the run's policy bucket. The first version found builds the
@@ -37,60 +26,16 @@ type workerFlags struct {
 // at the runner's next batch boundary: episodes keep running across it, and every batch is
 // tagged with the version of the model that filled it.
 func runWorker(args []string, stdout, stderr io.Writer) error {
-	f := &workerFlags{}
-	fs := newFlags("worker", workerArgs, stdout)
-	f.nats.register(fs)
-	fs.StringVar(&f.policy, "policy", "default_policy", "policy id in the run's policy bucket")
-	fs.StringVar(&f.sampler, "sampler", "", "this sampler's name (default: host name and process id)")
-	fs.StringVar(&f.work, "workdir", "", "directory for downloaded models (default: a temporary one)")
-	fs.StringVar(&f.ackLog, "ack-log", "", "append \"MSG-ID ROWS\" to this file for every message the stream acknowledged (an audit of what reached it)")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics (policy version, version lag, swap time, publish counters) at http://ADDR/metrics")
-	// 3 s: a stop signal ends a worker within 5 s even when a full stream (one that never
-	// empties) refuses its batches (with 10 s it outlived docker stop's grace period); a stream
-	// with room takes the batches in milliseconds.
-	fs.DurationVar(&f.stopWait, "stop-wait", 3*time.Second, "after SIGINT/SIGTERM, how long the batches already sampled may take to reach the stream (a full one refuses them) before the worker gives up on them and exits")
-	fs.DurationVar(&f.poll, "poll", 2*time.Second, "also look for a new policy version this often (a watch can stall after a server restart)")
-	r := &f.run
-	fs.StringVar(&r.env, "env", "CartPole-v1", "registered environment name")
-	fs.StringVar(&r.envConfig, "env-config", "", "environment config as key=value,key=value")
-	fs.IntVar(&r.numEnvs, "num-envs", 1, "sub-environments")
-	fs.Int64Var(&r.steps, "steps", 0, "stop after this many env steps (0: until stopped)")
-	fs.Uint64Var(&r.seed, "seed", 0, "seed")
-	fs.BoolVar(&r.explore, "explore", true, "sample actions from the distribution (false: greedy)")
-	fs.IntVar(&r.fragment, "fragment-length", 200, "steps per sub-environment in a sample batch")
-	fs.StringVar(&r.device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
-	fs.IntVar(&r.threads, "threads", 1, "ONNX Runtime intra-op threads")
-	pos, err := parseFlags(fs, args)
+	f, err := parseWorkerFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	if err := f.nats.check(); err != nil {
-		return err
-	}
-	if err := scaleout.CheckName("policy", f.policy); err != nil {
-		return usagef("--policy: %v", err)
-	}
-	if f.sampler == "" {
-		f.sampler = defaultSampler()
-	}
-	if err := scaleout.CheckName("sampler", f.sampler); err != nil {
-		return usagef("--sampler: %v", err)
-	}
-	switch {
-	case r.numEnvs < 1 || r.fragment < 1 || r.threads < 0 || r.steps < 0 || f.poll <= 0 || f.stopWait < 0:
-		return usagef("--num-envs and --fragment-length must be positive, --threads, --steps and --stop-wait not negative, --poll positive")
-	}
-	r.workers, r.normalize, r.batchMode, r.countBy = 1, true, envrunner.TruncateEpisodes, envrunner.EnvSteps
 	if f.work == "" {
 		if f.work, err = os.MkdirTemp("", "sample-worker-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(f.work)
 	}
-
 	nc, js, err := f.nats.connect("sample worker " + f.sampler)
 	if err != nil {
 		return err
@@ -104,25 +49,18 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w := &worker{f: f, js: js, first: make(chan *runSetup, 1)}
+	w := &worker{f: f, js: js, first: make(chan *runspec.Run, 1)}
 	// The publisher outlives a stop signal by --stop-wait at most: a full stream would
 	// otherwise hold the worker (retrying the queued batches) until a consumer makes room.
 	pubCtx, cancelPub := context.WithCancel(context.Background())
 	defer cancelPub()
 	opts := scaleout.PublisherOptions{Run: f.nats.run, Sampler: f.sampler, OnPublished: w.release}
 	if f.ackLog != "" {
-		acks, err := os.OpenFile(f.ackLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		acks, err := openAckLog(f.ackLog, &opts, stderr)
 		if err != nil {
-			return fmt.Errorf("--ack-log: %w", err)
+			return err
 		}
 		defer acks.Close()
-		var line []byte
-		opts.OnAcked = func(id string, rows int) {
-			line = fmt.Appendf(line[:0], "%s %d\n", id, rows)
-			if _, err := acks.Write(line); err != nil {
-				fmt.Fprintf(stderr, "sample worker: --ack-log: %v\n", err)
-			}
-		}
 	}
 	pub, err := scaleout.NewPublisher(pubCtx, nc, js, opts)
 	if err != nil {
@@ -130,18 +68,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	}
 	finished := make(chan struct{})
 	defer close(finished)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-finished:
-			return
-		}
-		select {
-		case <-time.After(f.stopWait):
-			cancelPub()
-		case <-finished:
-		}
-	}()
+	go cancelAfterStop(ctx, finished, f.stopWait, cancelPub)
 	if f.metrics != "" {
 		stopMetrics, err := serveWorkerMetrics(f.metrics, &w.metrics, pub.Stats, stderr)
 		if err != nil {
@@ -150,45 +77,90 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopMetrics()
 	}
+	err = w.run(ctx, pub, stderr)
+	return w.report(err, pub, pubCtx.Err() != nil, stdout, stderr)
+}
+
+// openAckLog opens the --ack-log file and makes opts append "MSG-ID ROWS" to it for every
+// message the stream acknowledged.
+func openAckLog(path string, opts *scaleout.PublisherOptions, stderr io.Writer) (*os.File, error) {
+	acks, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--ack-log: %w", err)
+	}
+	var line []byte
+	opts.OnAcked = func(id string, rows int) {
+		line = fmt.Appendf(line[:0], "%s %d\n", id, rows)
+		if _, err := acks.Write(line); err != nil {
+			fmt.Fprintf(stderr, "sample worker: --ack-log: %v\n", err)
+		}
+	}
+	return acks, nil
+}
+
+// cancelAfterStop calls cancel --stop-wait after ctx is done, unless finished is closed
+// first.
+func cancelAfterStop(ctx context.Context, finished <-chan struct{}, wait time.Duration, cancel func()) {
+	select {
+	case <-ctx.Done():
+	case <-finished:
+		return
+	}
+	select {
+	case <-time.After(wait):
+		cancel()
+	case <-finished:
+	}
+}
+
+// run watches the policy bucket and samples with the versions it finds until ctx is done or
+// --steps are sampled, then closes the publisher and the runner.
+func (w *worker) run(ctx context.Context, pub *scaleout.Publisher, stderr io.Writer) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); w.watch(watchCtx, stderr) }()
-	err = w.sample(ctx, pub, stderr)
+	err := w.sample(ctx, pub, stderr)
 	stopWatch()
 	<-watched
 	select { // a runner built but never used
 	case s := <-w.first:
-		s.close()
+		s.Close()
 	default:
 	}
 	err = errors.Join(err, pub.Close())
 	w.out.Wait()
 	if w.setup != nil {
-		w.setup.close()
+		w.setup.Close()
 	}
+	return err
+}
+
+// report prints what the worker published; err is run's, given up whether the publisher
+// was cancelled after the stop signal.
+func (w *worker) report(err error, pub *scaleout.Publisher, givenUp bool, stdout, stderr io.Writer) error {
 	st := pub.Stats()
-	if lost := w.written - st.Batches; lost > 0 && pubCtx.Err() != nil {
+	if lost := w.written - st.Batches; lost > 0 && givenUp {
 		// Given up after the stop signal: the stream refused these batches or had not
 		// acknowledged them yet (then at most the publisher's window of messages may be in
 		// it without the --ack-log knowing).
 		fmt.Fprintf(stderr, "sample worker: stopped after --stop-wait %v with %d sampled batches (%d rows) never acknowledged by the stream (full: %d refusals)\n",
-			f.stopWait, lost, w.writtenRows-st.Rows, st.Full)
+			w.f.stopWait, lost, w.writtenRows-st.Rows, st.Full)
 		if errors.Is(err, context.Canceled) {
 			err = nil // the stop that was asked for
 		}
 	}
 	fmt.Fprintf(stdout, "worker %s: %s, %s, %s, %d refused by a full stream, last policy version %d\n",
-		f.sampler, plural(st.Batches, "batch", "batches"), plural(st.Rows, "row", "rows"), plural(st.Messages, "message", "messages"), st.Full, w.version)
+		w.f.sampler, plural(st.Batches, "batch", "batches"), plural(st.Rows, "row", "rows"), plural(st.Messages, "message", "messages"), st.Full, w.version)
 	return err
 }
 
 type worker struct {
 	f     *workerFlags
 	js    jetstream.JetStream
-	first chan *runSetup // the runner, built with the first version found
+	first chan *runspec.Run // the runner, built with the first version found
 	// setup is the runner sampling (set by sample before it runs; the watch goroutine swaps
 	// models into its runners once it has seen first taken).
-	setup    *runSetup
+	setup    *runspec.Run
 	versions sync.Map       // *models.Policy -> its version
 	out      sync.WaitGroup // batches with the publisher
 	version  uint64         // of the batches published last (sample's goroutine)
@@ -198,7 +170,7 @@ type worker struct {
 }
 
 func (w *worker) release(b *envrunner.MultiAgentBatch) {
-	w.setup.group.Release(b)
+	w.setup.Group.Release(b)
 	w.out.Done()
 }
 
@@ -213,7 +185,7 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 	pid := envrunner.DefaultPolicyID
 	sink := func(b *envrunner.MultiAgentBatch) error {
 		if b.Rows() == 0 {
-			w.setup.group.Release(b)
+			w.setup.Group.Release(b)
 			return nil
 		}
 		if v, ok := w.versions.Load(b.PolicyBatches[pid].Model); ok && v.(uint64) != w.version {
@@ -234,7 +206,7 @@ func (w *worker) sample(ctx context.Context, pub *scaleout.Publisher, stderr io.
 	}
 	// The runners keep the metrics of ended episodes until asked: taken with every batch,
 	// they cost a worker that runs for days no memory.
-	return w.setup.group.Run(ctx, envrunner.GroupOptions{Sink: takingMetrics(w.setup.group, w.metrics.ended, sink)})
+	return w.setup.Group.Run(ctx, envrunner.GroupOptions{Sink: takingMetrics(w.setup.Group, w.metrics.ended, sink)})
 }
 
 // watch takes every new version of the policy, from the bucket's watch and, as a fallback,
@@ -252,7 +224,7 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 	tick := time.NewTicker(w.f.poll)
 	defer tick.Stop()
 	told := false
-	var setup *runSetup // built here, owned by sample once sent
+	var setup *runspec.Run // built here, owned by sample once sent
 	for {
 		pv, err := scaleout.CurrentPolicy(ctx, w.js, w.f.nats.run, w.f.policy)
 		switch {
@@ -287,7 +259,7 @@ func (w *worker) watch(ctx context.Context, stderr io.Writer) {
 // take downloads and checks a version (off the sampling goroutine): the first makes the
 // runner (*setup), a later one a new session for each of its runners, which they put into
 // effect at their next batch boundary.
-func (w *worker) take(ctx context.Context, pv scaleout.PolicyVersion, setup **runSetup) error {
+func (w *worker) take(ctx context.Context, pv scaleout.PolicyVersion, setup **runspec.Run) error {
 	data, err := scaleout.FetchModel(ctx, w.js, w.f.nats.run, pv)
 	if err != nil {
 		return err
@@ -297,17 +269,17 @@ func (w *worker) take(ctx context.Context, pv scaleout.PolicyVersion, setup **ru
 		return err
 	}
 	if *setup == nil {
-		rf := w.f.run
-		rf.model = path
-		s, err := buildRun(&rf)
+		spec := w.f.spec
+		spec.Model = path
+		s, err := buildRun(spec, 0)
 		if err != nil {
 			return err
 		}
-		if s.policy == nil {
-			s.close()
+		if s.Policy == nil {
+			s.Close()
 			return fmt.Errorf("the model made no ONNX policy")
 		}
-		w.versions.Store(s.policy, pv.Version)
+		w.versions.Store(s.Policy, pv.Version)
 		*setup = s
 		w.first <- s
 		return nil
@@ -317,7 +289,7 @@ func (w *worker) take(ctx context.Context, pv scaleout.PolicyVersion, setup **ru
 		return err
 	}
 	w.versions.Store(m, pv.Version) // before a batch can name it
-	for _, r := range (*setup).group.Runners() {
+	for _, r := range (*setup).Group.Runners() {
 		if err := r.SwapPolicy(envrunner.DefaultPolicyID, m); err != nil {
 			return err
 		}
