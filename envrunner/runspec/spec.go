@@ -80,6 +80,22 @@ func specErrorf(format string, args ...any) error {
 // Check refuses the values that Build cannot build, with *SpecError values naming their
 // flags (sample run calls it before it builds anything; Build calls it again).
 func (s *Spec) Check() error {
+	if err := s.checkSizes(); err != nil {
+		return err
+	}
+	switch {
+	case s.BatchMode != envrunner.TruncateEpisodes && s.BatchMode != envrunner.CompleteEpisodes:
+		return specErrorf("--batch-mode %q: want truncate_episodes or complete_episodes", s.BatchMode)
+	case s.CountStepsBy != envrunner.EnvSteps && s.CountStepsBy != envrunner.AgentSteps:
+		return specErrorf("--count-steps-by %q: want env_steps or agent_steps", s.CountStepsBy)
+	case s.GAE && (!(s.Gamma >= 0 && s.Gamma <= 1) || !(s.Lambda >= 0 && s.Lambda <= 1)):
+		return specErrorf("--gamma and --lambda must be in [0, 1]")
+	}
+	return nil
+}
+
+// checkSizes refuses counts and lengths out of range.
+func (s *Spec) checkSizes() error {
 	switch {
 	case s.NumEnvs < 1:
 		return specErrorf("--num-envs %d: want >= 1", s.NumEnvs)
@@ -95,12 +111,6 @@ func (s *Spec) Check() error {
 		return specErrorf("--max-seq-len %d: want >= 1 (or 0 for 20)", s.MaxSeqLen)
 	case s.MaxEnvSteps < 0 || s.MaxEpisodes < 0:
 		return specErrorf("--steps and --episodes must not be negative")
-	case s.BatchMode != envrunner.TruncateEpisodes && s.BatchMode != envrunner.CompleteEpisodes:
-		return specErrorf("--batch-mode %q: want truncate_episodes or complete_episodes", s.BatchMode)
-	case s.CountStepsBy != envrunner.EnvSteps && s.CountStepsBy != envrunner.AgentSteps:
-		return specErrorf("--count-steps-by %q: want env_steps or agent_steps", s.CountStepsBy)
-	case s.GAE && (!(s.Gamma >= 0 && s.Gamma <= 1) || !(s.Lambda >= 0 && s.Lambda <= 1)):
-		return specErrorf("--gamma and --lambda must be in [0, 1]")
 	}
 	return nil
 }
@@ -204,11 +214,7 @@ func Build(s Spec) (_ *Run, err error) {
 		}
 	}
 	sortStrings(run.Policies)
-	var gae *envrunner.GAE
-	if s.GAE {
-		gae = &envrunner.GAE{Gamma: s.Gamma, Lambda: s.Lambda}
-	}
-	id := runID(&s, pols)
+	base := s.baseConfig(pols, mapping)
 	runners := make([]*envrunner.Runner, 0, s.Workers)
 	defer func() {
 		if err != nil {
@@ -223,25 +229,8 @@ func Build(s Spec) (_ *Run, err error) {
 		if w < s.NumEnvs%s.Workers {
 			n++
 		}
-		opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(s.Seed + uint64(first)), RestartFailedSubEnvironments: s.RestartFailed}
-		be, err := makeBaseEnv(&s, cfg, run.Info, opts)
+		r, err := newWorker(&s, cfg, run.Info, base, w, first, n)
 		if err != nil {
-			return nil, err
-		}
-		rc := envrunner.Config{Env: be, NumEnvs: n, Seed: s.Seed, RunID: id, Worker: w,
-			Policies: pols, PolicyMapping: mapping,
-			FragmentLength: s.FragmentLength, CountStepsBy: s.CountStepsBy, BatchMode: s.BatchMode, GAE: gae,
-			MaxSeqLen: s.MaxSeqLen, StatePerSequence: s.StatePerSequence,
-			MaxEnvSteps: share(s.MaxEnvSteps, s.Workers, w), MaxEpisodes: share(s.MaxEpisodes, s.Workers, w)}
-		if s.MaxEnvSteps > 0 || s.MaxEpisodes > 0 {
-			// Every episode's metrics reach the caller: a run of a number of episodes keeps
-			// them until the end, any other takes them with each batch (sample run), so that
-			// its runners hold a fragment's worth.
-			rc.MaxMetrics = -1
-		}
-		r, err := envrunner.New(rc)
-		if err != nil {
-			be.Stop()
 			return nil, err
 		}
 		runners = append(runners, r)
@@ -249,6 +238,43 @@ func Build(s Spec) (_ *Run, err error) {
 	}
 	run.Group = envrunner.NewGroup(runners)
 	return run, nil
+}
+
+// baseConfig is what every worker's runner shares; newWorker adds its share of the
+// sub-environments.
+func (s *Spec) baseConfig(pols map[envrunner.PolicyID]envrunner.PolicyConfig, mapping func(env.AgentID, *envrunner.Episode) envrunner.PolicyID) envrunner.Config {
+	base := envrunner.Config{Seed: s.Seed, RunID: runID(s, pols), Policies: pols, PolicyMapping: mapping,
+		FragmentLength: s.FragmentLength, CountStepsBy: s.CountStepsBy, BatchMode: s.BatchMode,
+		MaxSeqLen: s.MaxSeqLen, StatePerSequence: s.StatePerSequence}
+	if s.GAE {
+		base.GAE = &envrunner.GAE{Gamma: s.Gamma, Lambda: s.Lambda}
+	}
+	if s.MaxEnvSteps > 0 || s.MaxEpisodes > 0 {
+		// Every episode's metrics reach the caller: a run of a number of episodes keeps
+		// them until the end, any other takes them with each batch (sample run), so that
+		// its runners hold a fragment's worth.
+		base.MaxMetrics = -1
+	}
+	return base
+}
+
+// newWorker builds worker w's runner over its n sub-environments, the first of them
+// sub-environment first of the run (seeded with Seed+first).
+func newWorker(s *Spec, cfg env.Config, info *EnvInfo, base envrunner.Config, w, first, n int) (*envrunner.Runner, error) {
+	opts := env.BaseEnvOptions{NumEnvs: n, Seed: env.WithSeed(s.Seed + uint64(first)), RestartFailedSubEnvironments: s.RestartFailed}
+	be, err := makeBaseEnv(s, cfg, info, opts)
+	if err != nil {
+		return nil, err
+	}
+	rc := base
+	rc.Env, rc.NumEnvs, rc.Worker = be, n, w
+	rc.MaxEnvSteps, rc.MaxEpisodes = share(s.MaxEnvSteps, s.Workers, w), share(s.MaxEpisodes, s.Workers, w)
+	r, err := envrunner.New(rc)
+	if err != nil {
+		be.Stop()
+		return nil, err
+	}
+	return r, nil
 }
 
 // makeBaseEnv builds one worker's environment: a RemoteVectorEnv with Remote; single-agent
