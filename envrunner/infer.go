@@ -252,7 +252,8 @@ func (c *columnProtocol) inferRun(p *policy) {
 	copy(c.cols.Actions[k*aw:(k+m)*aw], act.Actions())
 	c.sent += m
 	if r.collect {
-		// Record and output written out (two calls a row cost more than what they do here).
+		// Each row is recorded and its outputs written, as inferChunk's record and output
+		// do, in one visit of the record.
 		var vals []float32
 		if p.hasValue {
 			vals = p.valueT.Float32()
@@ -261,21 +262,25 @@ func (c *columnProtocol) inferRun(p *policy) {
 		dw := p.distW
 		pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
 		for j, a := range c.recs[k : k+m] {
-			if !a.collect {
-				continue
+			if a.collect {
+				tr := r.record(a, in[j*w:(j+1)*w])
+				l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
 			}
-			tr := a.newRow()
-			put(tr, in[j*w:(j+1)*w])
-			r.recorded(a)
-			if vals != nil {
-				tr[l.vf] = vals[j]
-			}
-			put(tr[l.act:], pacts[j*aw:(j+1)*aw])
-			tr[l.logp] = logps[j]
-			put(tr[l.dist:], dists[j*dw:(j+1)*dw])
 		}
 	}
 	r.perf.add(phAction, time.Since(t2))
+}
+
+// putOutputs writes row j of a model run's outputs into trajectory row tr: the value (vals is
+// nil without a value output), the action act with its log-probability and distribution
+// inputs. Every path that runs a model writes its rows' outputs with it (output, inferRun).
+func (l *trajLayout) putOutputs(tr, vals []float32, j int, act []float32, logp float32, dist []float32) {
+	if vals != nil {
+		tr[l.vf] = vals[j]
+	}
+	put(tr[l.act:], act)
+	tr[l.logp] = logp
+	put(tr[l.dist:], dist)
 }
 
 // output writes the model's outputs for row j of the run into the agent's trajectory row tr:
@@ -283,10 +288,10 @@ func (c *columnProtocol) inferRun(p *policy) {
 // with its log-probability, distribution inputs and RNN states.
 func (r *Runner) output(p *policy, a *agentRec, tr []float32, j int, vals []float32) {
 	l := &p.lay
-	if vals != nil {
-		tr[l.vf] = vals[j]
-	}
 	if a.done { // a final observation, run for its value only: no action
+		if vals != nil {
+			tr[l.vf] = vals[j]
+		}
 		clear(tr[l.act:l.outputs])
 		return
 	}
@@ -294,9 +299,7 @@ func (r *Runner) output(p *policy, a *agentRec, tr []float32, j int, vals []floa
 	// A logged action is the row's action; the log-probability, distribution inputs and
 	// value stay the policy's at the observation (RLlib buffers action_to_buffer with the
 	// policy's extra outputs).
-	put(tr[l.act:], a.rowAction(act.PolicyAction(j)))
-	tr[l.logp] = act.LogP(j)
-	put(tr[l.dist:], act.DistInputs(j))
+	l.putOutputs(tr, vals, j, a.rowAction(act.PolicyAction(j)), act.LogP(j), act.DistInputs(j))
 	for s, off := range l.stateOut {
 		copy(tr[off:off+p.stateW[s]], p.conn.State.Row(s, a.slot))
 	}
