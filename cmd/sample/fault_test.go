@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/onnxrl/sampler/scaleout"
@@ -102,23 +103,8 @@ func TestScaleoutFaults(t *testing.T) {
 			"--sampler", fmt.Sprintf("w%d", k), "--num-envs", "2", "--fragment-length", "100", "--seed", fmt.Sprint(10*k), "--poll", "500ms",
 			"--ack-log", filepath.Join(dir, fmt.Sprintf("w%d.acks", k))))
 	}
-	status := func() *scaleout.Status {
-		sctx, c := context.WithTimeout(ctx, 5*time.Second)
-		defer c()
-		st, err := scaleout.RunStatus(sctx, js, "f")
-		if err != nil {
-			return &scaleout.Status{}
-		}
-		return st
-	}
-	sampler := func(st *scaleout.Status, name string) scaleout.SamplerState {
-		for _, s := range st.Samplers {
-			if s.Sampler == name {
-				return s
-			}
-		}
-		return scaleout.SamplerState{}
-	}
+	status := func() *scaleout.Status { return runStatusOrEmpty(ctx, js, "f") }
+	sampler := samplerState
 	// Back-pressure: nobody consumes, the 256 KiB stream fills, every worker is refused.
 	waitFor(t, 20*time.Second, "every worker refused by the full stream", func() bool {
 		st := status()
@@ -172,35 +158,10 @@ func TestScaleoutFaults(t *testing.T) {
 
 	// What the stream acknowledged to each worker, the SIGKILLed one included (its log ends
 	// at its last acknowledgement).
-	var ackedRows, ackedMsgs int64
-	ackedIDs := map[string]bool{}
-	for k := range 3 {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("w%d.acks", k)))
-		require.NoError(t, err)
-		for _, line := range strings.Split(string(b), "\n") {
-			if line == "" {
-				continue // the end, or a worker that never heard an acknowledgement
-			}
-			id, rows, ok := strings.Cut(line, " ")
-			require.True(t, ok, "ack log line %q", line)
-			n, err := strconv.ParseInt(rows, 10, 64)
-			require.NoError(t, err)
-			if !ackedIDs[id] { // a retried publish is acknowledged again as a duplicate
-				ackedIDs[id] = true
-				ackedRows += n
-				ackedMsgs++
-			}
-		}
-	}
+	ackedMsgs, ackedRows := readAckLogs(t, dir, 3)
 	db, err := os.ReadFile(filepath.Join(dir, "drain.out"))
 	require.NoError(t, err)
-	sc := bufio.NewScanner(strings.NewReader(string(db)))
-	var sum drainSummary
-	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, "{") {
-			require.NoError(t, jsonUnmarshal(line, &sum))
-		}
-	}
+	sum := lastDrainSummary(t, string(db))
 	require.NotEmpty(t, sum.Out, "%s", db)
 	rows := readRowsOnce(t, sum.Out) // fails on a row written twice
 	lost := max(0, ackedRows-rows)
@@ -212,6 +173,68 @@ func TestScaleoutFaults(t *testing.T) {
 	require.Zero(t, lost, "acknowledged rows missing from the drained files")
 	require.EqualValues(t, rows, sum.Rows, "the drain's count against the rows in its files")
 	require.LessOrEqual(t, unacked, int64(scaleout.DefaultWindow*200), "more rows than the killed worker's window of messages came without an acknowledgement")
+}
+
+// runStatusOrEmpty is the run's status, empty when the server does not answer within 5 s
+// (restarting).
+func runStatusOrEmpty(ctx context.Context, js jetstream.JetStream, run string) *scaleout.Status {
+	sctx, c := context.WithTimeout(ctx, 5*time.Second)
+	defer c()
+	st, err := scaleout.RunStatus(sctx, js, run)
+	if err != nil {
+		return &scaleout.Status{}
+	}
+	return st
+}
+
+// samplerState is the state name reports in st (zero if none).
+func samplerState(st *scaleout.Status, name string) scaleout.SamplerState {
+	for _, s := range st.Samplers {
+		if s.Sampler == name {
+			return s
+		}
+	}
+	return scaleout.SamplerState{}
+}
+
+// readAckLogs reads the --ack-log files wK.acks of n workers: the messages the stream
+// acknowledged and their rows, each message once (a retried publish is acknowledged again
+// as a duplicate).
+func readAckLogs(t *testing.T, dir string, n int) (msgs, rows int64) {
+	t.Helper()
+	ids := map[string]bool{}
+	for k := range n {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("w%d.acks", k)))
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "" {
+				continue // the end, or a worker that never heard an acknowledgement
+			}
+			id, r, ok := strings.Cut(line, " ")
+			require.True(t, ok, "ack log line %q", line)
+			nr, err := strconv.ParseInt(r, 10, 64)
+			require.NoError(t, err)
+			if !ids[id] {
+				ids[id] = true
+				rows += nr
+				msgs++
+			}
+		}
+	}
+	return msgs, rows
+}
+
+// lastDrainSummary is the last JSON summary line of a drain's output.
+func lastDrainSummary(t *testing.T, out string) drainSummary {
+	t.Helper()
+	var sum drainSummary
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "{") {
+			require.NoError(t, jsonUnmarshal(line, &sum))
+		}
+	}
+	return sum
 }
 
 func lastBytes(s string, n int) string {

@@ -46,65 +46,18 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		if k == 0 {
 			args = append(args, "--metrics", "127.0.0.1:0")
 		}
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("w%d.out", k)))
-		require.NoError(t, err)
-		defer out.Close()
-		cmd.Stdout, cmd.Stderr = out, out
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
-		cmds = append(cmds, cmd)
+		cmds = append(cmds, startWorkerProcess(t, filepath.Join(dir, fmt.Sprintf("w%d.out", k)), args))
 	}
 	js := connectJS(t, b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitVersion := func(v uint64) time.Duration {
-		start := time.Now()
-		for {
-			st, err := scaleout.RunStatus(ctx, js, "w")
-			require.NoError(t, err)
-			n := 0
-			for _, s := range st.Samplers {
-				if s.PolicyVersion == v && s.Stats.Batches > 0 {
-					n++
-				}
-			}
-			if n == 2 {
-				return time.Since(start)
-			}
-			require.Less(t, time.Since(start), 10*time.Second, "samplers %+v", st.Samplers)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitVersion := func(v uint64) time.Duration { return waitWorkersOnVersion(t, ctx, js, "w", v, 2) }
 	waitVersion(1)
 	code, _, errs = runCLI("publish-policy", "--server", b.URL(), "--run", "w", "../../models/cartpole_mlp.onnx")
 	require.Equal(t, 0, code, errs)
 	rollout := waitVersion(2)
 	t.Logf("policy version 2 on both workers after %v (including up to 1 s of reporting delay)", rollout)
-	metrics := fetchWorkerMetrics(t, filepath.Join(dir, "w0.out"))
-	for _, want := range []string{"sample_worker_policy_version 2\n", "sample_worker_policy_latest_version 2\n",
-		"sample_worker_policy_version_lag 0\n", "sample_worker_policy_swaps_total 2\n", "# TYPE sample_worker_policy_swap_seconds gauge\n"} {
-		require.Contains(t, metrics, want)
-	}
-	// CartPole rewards 1 a step: the mean return is the mean length.
-	ret := regexp.MustCompile(`(?m)^sample_worker_episode_return_mean (\S+)$`).FindStringSubmatch(metrics)
-	length := regexp.MustCompile(`(?m)^sample_worker_episode_len_mean (\S+)$`).FindStringSubmatch(metrics)
-	require.NotNil(t, ret, metrics)
-	require.NotNil(t, length, metrics)
-	require.Equal(t, ret[1], length[1], metrics)
-	require.Regexp(t, `(?m)^sample_worker_num_episodes_lifetime [0-9]+$`, metrics)
-	swap := regexp.MustCompile(`(?m)^sample_worker_policy_swap_seconds (\S+)$`).FindStringSubmatch(metrics)
-	require.NotNil(t, swap, metrics)
-	secs, err := strconv.ParseFloat(swap[1], 64)
-	require.NoError(t, err)
-	require.True(t, secs > 0 && secs < 10, "swap took %v s", secs)
-	t.Logf("worker w0: version 2 taken %.3f s after it was seen (download, check, session, next batch boundary)", secs)
+	checkRolloutMetrics(t, fetchWorkerMetrics(t, filepath.Join(dir, "w0.out")))
 	for _, cmd := range cmds {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait())
@@ -296,6 +249,71 @@ func TestWorkerEpisodeWindow(t *testing.T) {
 
 // connectJS connects to the NATS server at url (options added to the defaults) for the rest
 // of the test.
+// startWorkerProcess starts this test binary as `sample ARGS`, its output into the file out,
+// killed at the end of the test if it is still running.
+func startWorkerProcess(t *testing.T, out string, args []string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
+	f, err := os.Create(out)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	cmd.Stdout, cmd.Stderr = f, f
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// waitWorkersOnVersion waits (10 s at most) until n samplers of run report batches with
+// policy version v, and returns how long that took.
+func waitWorkersOnVersion(t *testing.T, ctx context.Context, js jetstream.JetStream, run string, v uint64, n int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		st, err := scaleout.RunStatus(ctx, js, run)
+		require.NoError(t, err)
+		on := 0
+		for _, s := range st.Samplers {
+			if s.PolicyVersion == v && s.Stats.Batches > 0 {
+				on++
+			}
+		}
+		if on == n {
+			return time.Since(start)
+		}
+		require.Less(t, time.Since(start), 10*time.Second, "samplers %+v", st.Samplers)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkRolloutMetrics checks a worker's metrics after it swapped to version 2: the version
+// gauges, the swap count and time, and CartPole's mean return equal to its mean length (a
+// reward of 1 a step).
+func checkRolloutMetrics(t *testing.T, metrics string) {
+	t.Helper()
+	for _, want := range []string{"sample_worker_policy_version 2\n", "sample_worker_policy_latest_version 2\n",
+		"sample_worker_policy_version_lag 0\n", "sample_worker_policy_swaps_total 2\n", "# TYPE sample_worker_policy_swap_seconds gauge\n"} {
+		require.Contains(t, metrics, want)
+	}
+	ret := regexp.MustCompile(`(?m)^sample_worker_episode_return_mean (\S+)$`).FindStringSubmatch(metrics)
+	length := regexp.MustCompile(`(?m)^sample_worker_episode_len_mean (\S+)$`).FindStringSubmatch(metrics)
+	require.NotNil(t, ret, metrics)
+	require.NotNil(t, length, metrics)
+	require.Equal(t, ret[1], length[1], metrics)
+	require.Regexp(t, `(?m)^sample_worker_num_episodes_lifetime [0-9]+$`, metrics)
+	swap := regexp.MustCompile(`(?m)^sample_worker_policy_swap_seconds (\S+)$`).FindStringSubmatch(metrics)
+	require.NotNil(t, swap, metrics)
+	secs, err := strconv.ParseFloat(swap[1], 64)
+	require.NoError(t, err)
+	require.True(t, secs > 0 && secs < 10, "swap took %v s", secs)
+	t.Logf("worker w0: version 2 taken %.3f s after it was seen (download, check, session, next batch boundary)", secs)
+}
+
 func connectJS(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url, opts...)
