@@ -70,7 +70,8 @@ func (c *publishCheck) model(path string) (data []byte, note string, err error) 
 // bind binds p as a worker's runner would (against --env's spaces when given, else its
 // spec's), refusing what would not bind.
 func (c *publishCheck) bind(path string, p *models.Policy) error {
-	pc := envrunner.PolicyConfig{Policy: p, Session: inference.Options{Device: "cpu", IntraOpThreads: 1, InterOpThreads: 1}}
+	ps := runspec.PolicySpec{Model: path, Device: "cpu", Threads: 1,
+		Open: func(string) (*models.Policy, error) { return p, nil }} // these bytes, loaded already
 	where := ""
 	if c.env != "" {
 		cfg, err := env.ParseConfig(c.envConfig)
@@ -81,8 +82,12 @@ func (c *publishCheck) bind(path string, p *models.Policy) error {
 		if err != nil {
 			return err
 		}
-		pc.ObservationSpace, pc.ActionSpace = info.Obs, info.Act
+		ps.ObservationSpace, ps.ActionSpace = info.Obs, info.Act
 		where = " against " + c.env
+	}
+	pc, err := runspec.BindPolicy(ps)
+	if err != nil {
+		return err
 	}
 	if err := envrunner.CheckPolicy(envrunner.DefaultPolicyID, pc); err != nil {
 		if u := errors.Unwrap(err); u != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/onnxrl/sampler/envrunner/output"
 	"github.com/onnxrl/sampler/envrunner/runspec"
 	"github.com/onnxrl/sampler/externalenv/server"
-	"github.com/onnxrl/sampler/inference"
 )
 
 // serveSetup is what sample serve builds before it listens: the served run (its env and
@@ -76,8 +75,7 @@ func newServeActor(f *serveFlags, x *runspec.External, stderr io.Writer) (server
 		return server.NewRandomActor(pc.ActionSpace, f.seed), nil
 	}
 	a, err := server.NewPolicyActor(server.PolicyOptions{Policy: pc.Policy, ObservationSpace: pc.ObservationSpace, ActionSpace: pc.ActionSpace,
-		Action: pc.Action, Workers: f.actWorkers, Seed: f.seed,
-		Session: inference.Options{Device: f.device, IntraOpThreads: f.threads, InterOpThreads: 1}})
+		Action: pc.Action, Workers: f.actWorkers, Seed: f.seed, Session: pc.Session})
 	switch {
 	case err == nil:
 		return a, nil
