@@ -23,9 +23,9 @@ type ExternalSpec struct {
 	Seed             uint64 // --seed: of the action sampling
 	FragmentLength   int    // --fragment-length
 	Record           bool   // build sample batches (--out); false: the runner keeps none
-	IdlePoll         time.Duration
 	// IdlePoll makes an idle env's Poll return at this interval (with --out: the flush
 	// interval, so that the steps served before the clients went quiet are written then).
+	IdlePoll time.Duration
 	// ObservePolls wraps the env the runner polls (the server's metrics); nil: none.
 	ObservePolls func(env.BaseEnv) env.BaseEnv
 }
