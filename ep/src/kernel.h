@@ -93,11 +93,12 @@ struct ExecContext {
   }
 
   // ParallelRows splits M independent rows, each costing about cost multiply-adds, into tasks
-  // of RowsPerTask rows on the session's threads, calling f(m0, m1) for each range.
+  // of TaskRows rows (whole tiles of 8, an even number of about equal tasks) on the session's
+  // threads, calling f(m0, m1) for each range.
   template <typename F>
   void ParallelRows(int64_t M, int64_t cost, F&& f) const {
     if (M <= 0) return;
-    const int64_t rows = RowsPerTask(cost, M);
+    const int64_t rows = TaskRows(cost, M, 8);
     auto task = [&](size_t t) {
       const int64_t m0 = static_cast<int64_t>(t) * rows;
       f(m0, m0 + rows < M ? m0 + rows : M);
