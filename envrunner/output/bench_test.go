@@ -64,6 +64,7 @@ func BenchmarkWriter(b *testing.B) {
 		{"json", Options{Format: FormatJSON}},
 		{"parquet-zstd", Options{Format: FormatParquet, Compression: Zstd}},
 		{"parquet-snappy", Options{Format: FormatParquet, Compression: Snappy}},
+		{"parquet-none", Options{Format: FormatParquet, Compression: Uncompressed}},
 	} {
 		for _, n := range []int{4000, 51200} {
 			for _, out := range []int{1, 3} {

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -96,12 +97,12 @@ func TestCheckParquetScript(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A flipped byte in the middle of the first file's pages.
+	// A flipped byte in the middle of the first page's bytes.
 	data, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(data)/4] ^= 0x40
+	data[pageMiddle(t, data)] ^= 0x40
 	bad := filepath.Join(t.TempDir(), "bad.parquet")
 	if err := os.WriteFile(bad, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -111,4 +112,26 @@ func TestCheckParquetScript(t *testing.T) {
 		t.Fatalf("check_parquet.py read a file with a flipped byte: %v\n%s", err, out)
 	}
 	t.Logf("flipped: %s", strings.TrimSpace(out))
+}
+
+// pageMiddle returns the offset of the middle byte of the first page of a Parquet file's
+// first column chunk.
+func pageMiddle(t *testing.T, data []byte) int {
+	t.Helper()
+	n := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	fmd, _, err := readThriftStruct(data[len(data)-8-n : len(data)-8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := fmd.field(fileMetaRowGroups).elems[0].field(rowGroupColumns).elems[0].field(chunkMeta)
+	at := int(chunkStart(md))
+	h, hn, err := readThriftStruct(data[at:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(h.field(pageHeaderCompressedSize).i)
+	if size == 0 {
+		t.Fatal("the first page is empty")
+	}
+	return at + hn + size/2
 }

@@ -6,14 +6,29 @@
 // # Parquet
 //
 // One row group is one MultiAgentBatch (its policies' rows one after the other, module_id
-// telling them apart), written column by column from the batches' own slices with Parquet's
-// column writers (the schema is what pqarrow makes of the arrowbatch schema, which is stored
-// too, so Arrow readers give fixed-size lists back). Data pages (version 2, 16 KiB) are
-// compressed with Snappy unless Options.Compression says otherwise; vector columns have no
-// statistics. The file's key-value metadata holds Options.Metadata (see Source for the
-// keys the sampler writes) and MetaEnvSteps, the EnvSteps of each row group, with which
-// ReadParquet gives the batches back as they were written. A run of no batches leaves a
-// valid file of no rows.
+// telling them apart), written column by column from the batches' own slices. The schema is
+// what pqarrow makes of the arrowbatch schema, which is stored too, so that Arrow readers
+// give fixed-size lists back; the footer is made with arrow-go's metadata builder. Data
+// pages (version 2, 64 KiB of values) are compressed with Snappy unless
+// Options.Compression says otherwise; a page that the codec does not shrink by 1/16 is
+// stored uncompressed, as version 2 pages allow (Snappy does not shrink the float columns of
+// samples). Scalar
+// columns have statistics, vector columns none. agent_id and module_id are
+// dictionary-encoded (a batch has one module and few agents); everything else is PLAIN.
+// Every page header has its CRC-32 (see MetaChecksums). The file's key-value metadata holds
+// Options.Metadata (see Source for the keys the sampler writes) and MetaEnvSteps, the
+// EnvSteps of each row group, with which ReadParquet gives the batches back as they were
+// written. A run of no batches leaves a valid file of no rows.
+//
+// The pages are encoded here rather than by arrow-go's column writers because the schema is
+// fixed and known: the levels of a vector column (a list of a fixed width, never null) are
+// the same for every row and are written as one run or a periodic pattern made once, the
+// values of float and integer columns are the batches' memory handed to the codec as they
+// are. arrow-go's writers encoded the levels value by value (with the codec, about 320 ns of
+// CPU a row of CartPole, about half of it levels and statistics), which with two workers sampling
+// on two cores cut sample run to 0.47-0.58 of its speed without --out. The writer here takes
+// about 60 ns of CPU a row (sample run, CartPole-v1, 256 sub-environments, 2 workers, 8M
+// steps: 3.95 s of CPU against 3.37 to 3.52 s without --out, 6.05 s with arrow-go's).
 //
 // A Parquet file holds one layout (arrowbatch.Layout: the widths and optional columns). The
 // file at the path gets the policies whose columns are those of the first policy placed (the

@@ -7,8 +7,9 @@ import (
 )
 
 // A small codec for Thrift's compact protocol, the encoding of Parquet's page headers and
-// footer: enough to read a struct into a tree, change a few fields and write it back, for
-// the page checksums (pagecrc.go) that the pinned arrow-go neither writes nor verifies.
+// footer: enough to read a struct into a tree, for the checks of the page checksums and the
+// file's own (verify.go) that the pinned arrow-go does not make, and to write page headers
+// (thriftOut, for parquetpage.go).
 
 // Compact protocol type ids.
 const (
@@ -63,21 +64,6 @@ func (v *tValue) field(id int16) *tValue {
 		}
 	}
 	return nil
-}
-
-// setField sets field id to x, adding it in id order when missing.
-func (v *tValue) setField(id int16, x tValue) {
-	if f := v.field(id); f != nil {
-		*f = x
-		return
-	}
-	k := 0
-	for k < len(v.fields) && v.fields[k].id < id {
-		k++
-	}
-	v.fields = append(v.fields, tField{})
-	copy(v.fields[k+1:], v.fields[k:])
-	v.fields[k] = tField{id: id, v: x}
 }
 
 // tReader reads compact-protocol values from b.
@@ -272,166 +258,47 @@ func appendZigzag(dst []byte, x int64) []byte {
 	return appendUvarint(dst, uint64(x<<1)^uint64(x>>63))
 }
 
-// appendStruct appends v (a struct) with its stop byte.
-func appendStruct(dst []byte, v *tValue) []byte {
-	var last int16
-	for k := range v.fields {
-		f := &v.fields[k]
-		typ := f.v.typ
-		if typ == tBoolTrue && f.v.i == 0 {
-			typ = tBoolFalse
-		}
-		if d := f.id - last; d > 0 && d <= 15 {
-			dst = append(dst, byte(d)<<4|typ)
-		} else {
-			dst = appendZigzag(append(dst, typ), int64(f.id))
-		}
-		last = f.id
-		if typ != tBoolTrue && typ != tBoolFalse {
-			dst = appendValue(dst, &f.v)
-		}
-	}
-	return append(dst, 0)
+// thriftOut appends a struct in Thrift's compact protocol: fields in increasing id order.
+type thriftOut struct {
+	b     []byte
+	last  [4]int16 // the last field id of each open struct
+	depth int
 }
 
-// appendValue appends v's encoding outside a field header.
-func appendValue(dst []byte, v *tValue) []byte {
-	switch v.typ {
-	case tBoolTrue, tBoolFalse:
-		if v.i != 0 {
-			return append(dst, tBoolTrue)
-		}
-		return append(dst, tBoolFalse)
-	case tByte:
-		return append(dst, byte(v.i))
-	case tI16, tI32, tI64:
-		return appendZigzag(dst, v.i)
-	case tDouble:
-		return append(dst, v.b...)
-	case tBinary:
-		return append(appendUvarint(dst, uint64(len(v.b))), v.b...)
-	case tList, tSet:
-		if n := len(v.elems); n < 15 {
-			dst = append(dst, byte(n)<<4|v.elem)
-		} else {
-			dst = appendUvarint(append(dst, 0xf0|v.elem), uint64(n))
-		}
-		for k := range v.elems {
-			dst = appendValue(dst, &v.elems[k])
-		}
-		return dst
-	case tMap:
-		dst = appendUvarint(dst, uint64(len(v.keys)))
-		if len(v.keys) == 0 {
-			return dst
-		}
-		dst = append(dst, v.key<<4|v.val)
-		for k := range v.keys {
-			dst = appendValue(appendValue(dst, &v.keys[k]), &v.vals[k])
-		}
-		return dst
-	case tStruct:
-		return appendStruct(dst, v)
+func (t *thriftOut) reset() { t.b, t.depth, t.last[0] = t.b[:0], 0, 0 }
+
+func (t *thriftOut) field(id int16, typ byte) {
+	if d := id - t.last[t.depth]; d > 0 && d <= 15 {
+		t.b = append(t.b, byte(d)<<4|typ)
+	} else {
+		t.b = appendZigzag(append(t.b, typ), int64(id))
 	}
-	return dst
+	t.last[t.depth] = id
 }
 
-// skipValue steps over a value of type typ without building it.
-func (r *tReader) skipValue(typ byte, depth int) error {
-	if depth > thriftMaxDepth {
-		return errThriftBad
-	}
-	switch typ {
-	case tBoolTrue, tBoolFalse, tByte:
-		_, err := r.byte1()
-		return err
-	case tI16, tI32, tI64:
-		_, err := r.uvarint()
-		return err
-	case tDouble:
-		_, err := r.bytesN(8)
-		return err
-	case tBinary:
-		n, err := r.uvarint()
-		if err == nil {
-			_, err = r.bytesN(n)
-		}
-		return err
-	case tList, tSet:
-		h, err := r.byte1()
-		if err != nil {
-			return err
-		}
-		n := uint64(h >> 4)
-		if n == 15 {
-			if n, err = r.uvarint(); err != nil {
-				return err
-			}
-		}
-		k, err := r.size(n)
-		for i := 0; i < k && err == nil; i++ {
-			err = r.skipValue(h&0x0f, depth+1)
-		}
-		return err
-	case tMap:
-		n, err := r.uvarint()
-		if err != nil || n == 0 {
-			return err
-		}
-		kv, err := r.byte1()
-		if err != nil {
-			return err
-		}
-		k, err := r.size(n)
-		for i := 0; i < k && err == nil; i++ {
-			if err = r.skipValue(kv>>4, depth+1); err == nil {
-				err = r.skipValue(kv&0x0f, depth+1)
-			}
-		}
-		return err
-	case tStruct:
-		_, err := r.skipStruct(depth, -1)
-		return err
-	}
-	return errThriftBad
+func (t *thriftOut) i32(id int16, v int32) {
+	t.field(id, tI32)
+	t.b = appendZigzag(t.b, int64(v))
 }
 
-// skipStruct steps over a struct and returns the value of its integer field want (-1: none
-// wanted, or 0 when missing).
-func (r *tReader) skipStruct(depth int, want int16) (int64, error) {
-	if depth > thriftMaxDepth {
-		return 0, errThriftBad
+func (t *thriftOut) boolean(id int16, v bool) {
+	typ := byte(tBoolFalse)
+	if v {
+		typ = tBoolTrue
 	}
-	var last int16
-	var got int64
-	for {
-		h, err := r.byte1()
-		if err != nil {
-			return 0, err
-		}
-		if h == 0 {
-			return got, nil
-		}
-		typ := h & 0x0f
-		id := last + int16(h>>4)
-		if h>>4 == 0 {
-			z, err := r.zigzag()
-			if err != nil {
-				return 0, err
-			}
-			id = int16(z)
-		}
-		last = id
-		switch {
-		case typ == tBoolTrue || typ == tBoolFalse:
-		case id == want && (typ == tI32 || typ == tI64):
-			if got, err = r.zigzag(); err != nil {
-				return 0, err
-			}
-		default:
-			if err := r.skipValue(typ, depth+1); err != nil {
-				return 0, err
-			}
-		}
+	t.field(id, typ)
+}
+
+// begin opens a struct field; end closes it (or, at depth 0, the struct itself).
+func (t *thriftOut) begin(id int16) {
+	t.field(id, tStruct)
+	t.depth++
+	t.last[t.depth] = 0
+}
+
+func (t *thriftOut) end() {
+	t.b = append(t.b, 0)
+	if t.depth > 0 {
+		t.depth--
 	}
 }

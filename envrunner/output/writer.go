@@ -59,6 +59,8 @@ type Options struct {
 	InPlace bool
 	// wrapFile, in tests, stands between each file and its buffer (a disk that fills up).
 	wrapFile func(io.Writer) io.Writer
+	// pageSize, in tests, makes Parquet pages smaller (columns of many pages).
+	pageSize int
 	// Metadata is written into each Parquet file's key-value metadata (and the Arrow
 	// schema's): what a learner needs to trust the data, such as the spaces, the policy, the
 	// model's sha256, the sampler's version, the seed and the env. JSON lines have no place
@@ -172,7 +174,7 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	}
 	switch opts.Format.Resolve(path) {
 	case FormatParquet:
-		w.newEnc = func() encoder { return newParquetEncoder(opts.Compression, opts.Metadata) }
+		w.newEnc = func() encoder { return newParquetEncoder(opts.Compression, opts.Metadata, opts.pageSize) }
 		w.perPolicy = true
 	case FormatJSON:
 		w.newEnc = func() encoder { return &jsonEncoder{} }
