@@ -11,9 +11,11 @@ import (
 	"github.com/onnxrl/sampler/connectors"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/envrunner/output"
+	"github.com/onnxrl/sampler/envrunner/runspec"
 	"github.com/onnxrl/sampler/externalenv"
 	"github.com/onnxrl/sampler/externalenv/server"
 	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/models"
 )
 
 // cenv is an onnxrl_env: an ExternalEnv whose episodes the host runs, a sampler goroutine
@@ -50,48 +52,44 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 			return nil, err
 		}
 	}
-	p, err := loadPolicy(model, o.MaxModelBytes)
-	if err != nil {
-		return nil, err
-	}
-	timeout := time.Duration(o.TimeoutMS) * time.Millisecond
 	// With "out", an idle env's Poll returns at the flush interval, so that the steps taken
 	// before the simulator went quiet are written then, not at its next call or at close.
 	var flushEvery time.Duration
 	if o.Out != "" {
 		flushEvery = time.Duration(o.FlushIntervalMS) * time.Millisecond
 	}
-	ext, err := externalenv.New(externalenv.Options{ObservationSpace: p.Spec.ObservationSpace, ActionSpace: p.Spec.ActionSpace,
-		MaxConcurrentEpisodes: o.MaxEpisodes, Timeout: timeout, MaxBatch: o.MaxBatch,
-		MaxWait: time.Duration(o.MaxWaitUS) * time.Microsecond, IdlePoll: flushEvery})
-	if err != nil {
-		return nil, withStatus(statusModel, fmt.Errorf("onnxrl: %s: %w", model, err))
+	if err := inference.Init(); err != nil { // before BuildExternal: its status, as loadPolicy's
+		return nil, withStatus(statusNotFound, err)
 	}
-	e := &cenv{ext: ext, loopDone: make(chan struct{}), failed: make(chan struct{}),
+	// The env and its runner as sample serve builds them (runspec.BuildExternal), the model
+	// loaded by loadPolicy for the C API's statuses and its "max_model_bytes".
+	x, err := runspec.BuildExternal(runspec.ExternalSpec{
+		Policy: runspec.PolicySpec{Model: model, Device: o.Device, Threads: o.Threads,
+			Action: connectors.ActionConfig{Explore: o.Explore, NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions},
+			Open:   func(name string) (*models.Policy, error) { return loadPolicy(name, o.MaxModelBytes) }},
+		MaxEpisodes: o.MaxEpisodes, Timeout: time.Duration(o.TimeoutMS) * time.Millisecond, MaxBatch: o.MaxBatch,
+		MaxWait: time.Duration(o.MaxWaitUS) * time.Microsecond, IdlePoll: flushEvery,
+		Seed: o.Seed, FragmentLength: o.FragmentLength, Record: o.Out != ""})
+	if err != nil {
+		var ce *codedError
+		if errors.As(err, &ce) {
+			return nil, err // loadPolicy's, with its status
+		}
+		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
+	}
+	p := x.Policy.Policy
+	e := &cenv{ext: x.Env, runner: x.Runner, loopDone: make(chan struct{}), failed: make(chan struct{}),
 		obsSize: p.Spec.ObservationSpace.Size(), actSize: p.Spec.ActionSpace.Size(), raiseProcs: o.RaiseGOMAXPROCS}
 	defer func() {
 		if err != nil {
-			if e.runner != nil {
-				e.runner.Close() // stops ext
-			} else {
-				ext.Stop()
-			}
+			x.Close() // the runner's sessions, and stops the env
 		}
 	}()
-	pc := envrunner.PolicyConfig{Policy: p,
-		Action:  connectors.ActionConfig{Explore: o.Explore, NormalizeActions: o.NormalizeActions, ClipActions: o.ClipActions},
-		Session: inference.Options{Device: o.Device, IntraOpThreads: o.Threads, InterOpThreads: 1}}
-	pols := map[envrunner.PolicyID]envrunner.PolicyConfig{envrunner.DefaultPolicyID: pc}
-	e.runner, err = envrunner.New(envrunner.Config{Env: ext, NumEnvs: ext.NumEnvs(), Seed: o.Seed, RunID: envrunner.PoliciesRunID(pols),
-		FragmentLength: o.FragmentLength, NoSamples: o.Out == "", Policies: pols})
-	if err != nil {
-		return nil, withStatus(openStatus(err), fmt.Errorf("onnxrl: %s: %w", model, err))
-	}
 	so := server.SamplerOptions{FlushInterval: flushEvery}
 	if o.Out != "" {
 		wo, _ := o.outputOptions() // checked by readOptions
-		wo.Metadata = output.Source{Env: "external", Seed: o.Seed, Explore: o.Explore, ObsSpace: p.Spec.ObservationSpace,
-			ActSpace: p.Spec.ActionSpace, Model: model, PolicySpec: &p.Spec, ModelBytes: p.Model.Bytes()}.Metadata()
+		wo.Metadata = runspec.Metadata(output.Source{Env: "external", Seed: o.Seed, Explore: o.Explore,
+			ObsSpace: p.Spec.ObservationSpace, ActSpace: p.Spec.ActionSpace, Model: model}, p)
 		if e.writer, err = output.NewWriter(o.Out, wo); err != nil {
 			return nil, withStatus(statusIO, fmt.Errorf("onnxrl: %w", err))
 		}
@@ -99,7 +97,7 @@ func openEnv(model string, optionsJSON []byte) (_ *cenv, err error) {
 		so.Write = func(b *envrunner.MultiAgentBatch) error { return withStatus(statusIO, w.Write(b)) }
 		so.Flush = func() error { return withStatus(statusIO, w.Flush()) }
 	}
-	ext.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error {
+	x.Env.Start(context.Background(), func(ctx context.Context, _ *externalenv.ExternalEnv) error {
 		<-e.loopDone
 		return nil
 	})
