@@ -49,29 +49,33 @@ enum Act : int32_t {
 enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv, kBinPow };
 
 // Tanh: a rational approximation, odd numerator of degree 13 over an even denominator of
-// degree 6 on [-7.9053, 7.9053] (tanh rounds to +-1 in float32 beyond), a few ulp from the
-// exact value. Written as a template without branches (ternaries only) so that the same
-// expression serves a float and, on the host, a GCC vector of floats (the fused dense kernels'
-// epilogue, gemm.cc), where every operation is one vector instruction.
+// degree 6, a few ulp from the exact value (ep/tests/kernels_test.cc), on x clamped to
+// [-7.92354107, 7.92354107]: the float where this quotient first rounds to exactly 1 with and
+// without fused multiply-adds (so that Sigmoid saturates to 0 and 1, as the CPU provider's),
+// below every float where it exceeds 1 (7.9977). Both polynomials are scaled so that the
+// numerator's lowest coefficient is 1: for tiny and subnormal x the numerator is x itself and
+// the result x / (1 + 2^-23), within an ulp, with no separate branch for them. Written as a template
+// without branches (ternaries only) so that the same expression serves a float and, on the
+// host, a GCC vector of floats (the fused dense kernels' epilogue, gemm.cc), where every
+// operation is one vector instruction: the clamp's two ternaries are one max and one min
+// (each keeps x when its comparison is false, so a NaN passes through).
 template <typename T>
 ONNXRL_HD ONNXRL_FORCE_INLINE T TanhOf(T x) {
-  const float lim = 7.90531110763549805f;
-  T c = x > lim ? lim : (x < -lim ? -lim : x);
+  const float lim = 7.92354107f;
+  T c = x < -lim ? -lim : x;
+  c = c > lim ? lim : c;
   T x2 = c * c;
-  T p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-  p = p * x2 + -8.60467152213735e-11f;
-  p = p * x2 + 5.12229709037114e-08f;
-  p = p * x2 + 1.48572235717979e-05f;
-  p = p * x2 + 6.37261928875436e-04f;
-  p = p * x2 + 4.89352455891786e-03f;
+  T p = x2 * -5.6416768365276e-14f + 4.08741790414169e-11f;
+  p = p * x2 + -1.7583792200071e-08f;
+  p = p * x2 + 1.04675009424682e-05f;
+  p = p * x2 + 3.03609878756106e-03f;
+  p = p * x2 + 1.3022555410862e-01f;
+  p = p * x2 + 1.0f;
   p = p * c;
-  T q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-  q = q * x2 + 2.26843463243900e-03f;
-  q = q * x2 + 4.89352518554385e-03f;
-  T r = p / q;
-  // |x| < 0.0004 (tanh(x) rounds to x), written as one comparison: a vector && is done lane
-  // by lane.
-  return x * x < 1.6e-7f ? x : r;
+  T q = x2 * 2.44866125285625e-04f + 2.42227669805288e-02f;
+  q = q * x2 + 4.63558435440063e-01f;
+  q = q * x2 + 1.00000011920929f;
+  return p / q;
 }
 
 // Sigmoid through Tanh: 1/(1+e^-x) = (1 + tanh(x/2)) / 2.

@@ -211,9 +211,10 @@ static void TestIsa() {
 // functions in double over TestTanhSigmoid's sweep, measured on x86-64 (the scalar function and
 // the portable path alike; AVX-512 and AVX2 with their fused multiply-adds are closer), with a
 // margin of about 10%:
-//   tanh     max |error| 3.95e-7 at x = 5.775 (7 ulp; AVX: 2.74e-7), and relative to |tanh(x)|
-//            the same (below 1e-7 for small x, where an absolute bound would say nothing)
-//   sigmoid  max |error| 1.86e-7 at x = 7.498 (AVX: 1.65e-7)
+//   tanh     max |error| 3.42e-7 at x = 6.775 (AVX: 3.39e-7 at x = 7.394), and relative to
+//            |tanh(x)| the same (about 1.2e-7 for small x, where an absolute bound would say
+//            nothing)
+//   sigmoid  max |error| 1.75e-7 at x = 8.955 (AVX: 1.72e-7)
 //   erf      max |error| 3.31e-7 at x = 3.785 (AVX: 3.5e-7 at x = 3.657; kernels.h says 3.2e-7)
 // Sigmoid through tanh (1 + tanh(x/2)) / 2 has a small absolute error only: for x < 0 its
 // relative error grows (2e-3 at x = -10) and it is 0 below about -17.
@@ -488,8 +489,8 @@ constexpr float kErfMax = float(1 + kErfMaxErr);
 
 static void TestTanhSigmoid() {
   // Non-negative values: a dense grid over [0, 10], a geometric sweep from 1e-12 (the small
-  // values where tanh(x) is x), and the special values with their neighbours: the |x| < 0.0004
-  // shortcut's boundary (x * x < 1.6e-7) and the clamp at 7.9053.
+  // values where tanh(x) is x), and the special values with their neighbours: around 0.0004
+  // (where tanh(x) stops rounding to x), the clamp at 7.92354107 and the old one at 7.9053.
   std::vector<float> pos;
   for (int64_t i = 0; i <= 1000000; i++) pos.push_back(float(i * 1e-5));
   for (double x = 1e-12; x < 10; x *= 1.0005) pos.push_back(float(x));
@@ -501,6 +502,7 @@ static void TestTanhSigmoid() {
   around(std::sqrt(1.6e-7f));
   around(0.0004f);
   around(7.90531110763549805f);
+  around(7.92354107f);
   around(1.0f);
   for (float v : {0.0f, 1e-8f, FLT_MIN, FLT_TRUE_MIN, 0.5f, 7.9053f, 9.0f, 10.0f, 20.0f, 88.0f, 1e30f, FLT_MAX,
                   INFINITY})
