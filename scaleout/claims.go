@@ -29,9 +29,26 @@ const MaxClaimRanges = 1 << 14
 // before it is renamed into place or its messages acknowledged; messages are named by their
 // stream sequence, which a redelivery keeps.
 //
+// Claims have no age limit, as no limit would keep every message written once. A claim is
+// needed by the other drains of the durable as long as any of its messages can be delivered
+// again (an unacknowledged message stays in the work-queue stream, which has no age limit,
+// until a drain acknowledges it), and by the drain that made it when that drain was killed
+// between the claim and renaming its file into place: restarted, it renames the file when the
+// claim exists and removes it otherwise. A claim expired before that restart would have the
+// drain remove a committed file whose messages the other drains had dropped as claimed: rows
+// lost. So a drain killed and never restarted leaves the claims of the files it had not
+// acknowledged (one or two, a few bytes each). A released claim leaves nothing: Release
+// purges the key from the bucket's stream instead of leaving a delete marker, which every
+// committed file used to leave for good (87 bytes each), and OpenClaims purges the markers
+// that earlier drains left.
+//
 // A Claims is used by one goroutine.
 type Claims struct {
-	kv      jetstream.KeyValue
+	kv jetstream.KeyValue
+	// stream is the bucket's stream (nil when it cannot be looked up): Release purges a
+	// released key's subject (prefix, then the key) from it.
+	stream  jetstream.Stream
+	prefix  string
 	durable string
 	// read holds the claims read so far by key; Load reads only keys not in it.
 	read map[string]SeqRanges
@@ -56,8 +73,21 @@ func OpenClaims(ctx context.Context, js jetstream.JetStream, run, durable string
 	if err != nil {
 		return nil, fmt.Errorf("scaleout: key-value bucket %s: %w", ClaimBucket(run), err)
 	}
-	return &Claims{kv: kv, durable: durable, read: map[string]SeqRanges{}}, nil
+	c := &Claims{kv: kv, prefix: claimSubjects(run), durable: durable, read: map[string]SeqRanges{}}
+	// Best effort: without them (a NATS account not allowed to look up or purge the stream),
+	// released claims leave delete markers, as a plain key-value delete does.
+	if st, err := js.Stream(ctx, claimStream(run)); err == nil {
+		c.stream = st
+		_ = kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1))
+	}
+	return c, nil
 }
+
+// claimStream is the stream of run's claim bucket, and claimSubjects the prefix of its keys'
+// subjects (NATS's naming of key-value buckets: stream KV_BUCKET, subjects $KV.BUCKET.KEY).
+func claimStream(run string) string { return "KV_" + ClaimBucket(run) }
+
+func claimSubjects(run string) string { return "$KV." + ClaimBucket(run) + "." }
 
 func (c *Claims) key(token string) string { return c.durable + "." + token }
 
@@ -155,10 +185,17 @@ func (c *Claims) Claimed(seq uint64) bool {
 }
 
 // Release deletes the claim token once its messages are acknowledged: they are no longer in
-// the stream, and never delivered again.
+// the stream, and never delivered again. The key's subject is purged from the bucket's
+// stream, which leaves nothing behind; when that fails, the key is deleted (a delete marker).
 func (c *Claims) Release(ctx context.Context, token string) error {
-	delete(c.read, c.key(token))
-	if err := c.kv.Delete(ctx, c.key(token)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	key := c.key(token)
+	delete(c.read, key)
+	if c.stream != nil {
+		if err := c.stream.Purge(ctx, jetstream.WithPurgeSubject(c.prefix+key)); err == nil {
+			return nil
+		}
+	}
+	if err := c.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("scaleout: release claim %s: %w", token, err)
 	}
 	return nil

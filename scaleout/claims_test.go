@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,4 +71,46 @@ func TestClaims(t *testing.T) {
 	require.False(t, ok)
 	require.NoError(t, other.Load(ctx))
 	require.False(t, other.Claimed(4), "a released claim is forgotten")
+}
+
+// TestClaimsLeaveNothing: released claims leave nothing in the bucket (they used to leave a
+// delete marker each, for good), the live claims stay, and OpenClaims purges the markers that
+// plain deletes (drains before this) left.
+func TestClaimsLeaveNothing(t *testing.T) {
+	_, _, js := startRun(t, RunConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := OpenClaims(ctx, js, "c", "drain")
+	require.NoError(t, err)
+	values := func() uint64 {
+		st, err := c.kv.Status(ctx)
+		require.NoError(t, err)
+		return st.Values()
+	}
+	for i := range 50 {
+		tok := fmt.Sprintf("t%d", i)
+		require.NoError(t, c.Commit(ctx, tok, SeqRanges{{uint64(i + 1), uint64(i + 1)}}))
+		if i%10 != 0 {
+			require.NoError(t, c.Release(ctx, tok))
+		}
+	}
+	require.Equal(t, uint64(5), values(), "the five claims not released, and nothing else")
+	tokens, err := c.Tokens(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"t0": true, "t10": true, "t20": true, "t30": true, "t40": true}, tokens)
+	ok, err := c.Committed(ctx, "t11")
+	require.NoError(t, err)
+	require.False(t, ok, "a released claim reads as never made")
+
+	// A drain of before left delete markers; the next OpenClaims removes them.
+	for _, tok := range []string{"t0", "t10"} {
+		require.NoError(t, c.kv.Delete(ctx, c.key(tok)))
+	}
+	require.Equal(t, uint64(5), values(), "two delete markers and three claims")
+	again, err := OpenClaims(ctx, js, "c", "drain")
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), values())
+	require.NoError(t, again.Load(ctx))
+	require.True(t, again.Claimed(21))
+	require.False(t, again.Claimed(1))
 }

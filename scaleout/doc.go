@@ -12,7 +12,9 @@
 // the object store rl_NAME_models (objects POLICY/v000043.onnx) and the key-value bucket
 // rl_NAME_policy (key POLICY: the current version, its object and its sha256, as JSON). The
 // bucket rl_NAME_drained holds the drains' claims (key DURABLE.TOKEN: the stream sequences of
-// the messages of one committed file; see Claims).
+// the messages of one committed file; see Claims). A claim is removed, leaving nothing, once
+// its file's messages are acknowledged; it has no age limit, which would let a drain restarted
+// after it lose a committed file (see Claims).
 //
 // # Messages
 //
