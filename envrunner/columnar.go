@@ -37,7 +37,7 @@ func newColumnProtocol(r *Runner) *columnProtocol {
 			return nil
 		}
 	}
-	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.stepCB}
+	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.mode.stepCB}
 }
 
 func (c *columnProtocol) poll() error {
@@ -133,7 +133,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	var infer []row
 	// A step that may fill the fragment takes every row through observe, which notes where
 	// the fragment ends (stepDone).
-	slow := !c.fastOK || (r.exact && r.sinceCutEnv+r.counted+len(ready) > r.target)
+	slow := !c.fastOK || (r.mode.exact && r.frag.sinceCutEnv+r.step.counted+len(ready) > r.mode.target)
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
 		if slow || !c.fast(a, e) || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
@@ -168,10 +168,10 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	if p != nil {
 		p.infer = infer
 	}
-	r.totalAgentSteps += int64(steps)
-	r.sinceCutAgent += steps
-	r.stepped += steps
-	r.counted += steps
+	r.count.agentSteps += int64(steps)
+	r.frag.sinceCutAgent += steps
+	r.step.stepped += steps
+	r.step.counted += steps
 }
 
 // addColumn takes in sub-environment e's row of the columns, as statuses and addRow do for
@@ -183,15 +183,15 @@ func (c *columnProtocol) addColumn(e env.EnvID) {
 	if c.cols.Reset[e] {
 		if ep != nil && !ep.ended {
 			ep.ended = true
-			r.ending = append(r.ending, ep)
+			r.step.ending = append(r.step.ending, ep)
 			r.endEpisode(ep)
 		}
 		ep = r.startEpisode(e, true)
 	}
 	if ep != nil && (res.Terminated || res.Truncated) && !ep.ended {
 		ep.ended = true
-		r.ending = append(r.ending, ep)
-		r.resets = append(r.resets, e)
+		r.step.ending = append(r.step.ending, ep)
+		r.step.resets = append(r.step.resets, e)
 	}
 	if ep == nil || (ep.ended && !r.isEnding(ep)) {
 		ep = r.startEpisode(e, true)

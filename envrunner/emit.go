@@ -14,17 +14,17 @@ import (
 // next cut, and so do their env steps.
 func (r *Runner) cut() {
 	left := 0 // env steps beyond the fragment
-	if r.exact && r.sinceCutEnv > r.target {
-		left = r.sinceCutEnv - r.target
+	if r.mode.exact && r.frag.sinceCutEnv > r.mode.target {
+		left = r.frag.sinceCutEnv - r.mode.target
 	}
-	r.out.EnvSteps += r.sinceCutEnv - left
+	r.out.EnvSteps += r.frag.sinceCutEnv - left
 	leftAgent := 0
-	kept := r.listed[:0]
-	for i, a := range r.listed {
-		if i+1 < len(r.listed) {
+	kept := r.frag.listed[:0]
+	for i, a := range r.frag.listed {
+		if i+1 < len(r.frag.listed) {
 			// The next record's trajectory, cold after a fragment's worth of steps, comes
 			// in while this one is emitted (-0.8 ns/env-step of Take's 14).
-			prefetch.Float32s(r.listed[i+1].tr)
+			prefetch.Float32s(r.frag.listed[i+1].tr)
 		}
 		k := a.n
 		if a.cutAt > 0 {
@@ -45,9 +45,9 @@ func (r *Runner) cut() {
 			a.listed = false
 		}
 	}
-	clear(r.listed[len(kept):])
-	r.listed = kept
-	r.sinceCutEnv, r.sinceCutAgent = left, leftAgent
+	clear(r.frag.listed[len(kept):])
+	r.frag.listed = kept
+	r.frag.sinceCutEnv, r.frag.sinceCutAgent = left, leftAgent
 }
 
 // emit appends the record's complete transitions to its policy's batch in r.out, with GAE
@@ -118,15 +118,15 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	}
 	for k, sw := range p.stateW {
 		if r.cfg.StatePerSequence { // the rows that start a sequence: 0, maxSeq, 2*maxSeq, ...
-			b.StateIn[k] = gather(b.StateIn[k], tr, s*r.maxSeq, l.stateIn[k], sw, (n+r.maxSeq-1)/r.maxSeq)
+			b.StateIn[k] = gather(b.StateIn[k], tr, s*r.mode.maxSeq, l.stateIn[k], sw, (n+r.mode.maxSeq-1)/r.mode.maxSeq)
 		} else {
 			b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
 		}
 		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
 	}
 	if len(p.stateW) > 0 {
-		for rem := n; rem > 0; rem -= r.maxSeq {
-			b.SeqLens = append(b.SeqLens, int32(min(rem, r.maxSeq)))
+		for rem := n; rem > 0; rem -= r.mode.maxSeq {
+			b.SeqLens = append(b.SeqLens, int32(min(rem, r.mode.maxSeq)))
 		}
 	}
 	if len(a.infos) > 0 || len(b.Infos) > 0 {

@@ -96,16 +96,16 @@ func (r *Runner) record(a *agentRec, processed []float32) []float32 {
 // and the list of records with data. Most rows need neither; the test is kept small enough
 // to inline on the per-row path.
 func (r *Runner) recorded(a *agentRec) {
-	if (len(a.tr) > a.pol.large && !r.warnedLarge) || (!r.complete && !a.listed) {
+	if (len(a.tr) > a.pol.large && !r.count.warnedLarge) || (!r.mode.complete && !a.listed) {
 		r.recordedSlow(a)
 	}
 }
 
 func (r *Runner) recordedSlow(a *agentRec) {
-	if len(a.tr) > a.pol.large && !r.warnedLarge {
+	if len(a.tr) > a.pol.large && !r.count.warnedLarge {
 		r.warnLarge(a)
 	}
-	if !r.complete {
+	if !r.mode.complete {
 		r.list(a)
 	}
 }
@@ -251,7 +251,7 @@ func (c *columnProtocol) inferRun(p *policy) {
 	aw := p.actW
 	copy(c.cols.Actions[k*aw:(k+m)*aw], act.Actions())
 	c.sent += m
-	if r.collect {
+	if r.mode.collect {
 		// Each row is recorded and its outputs written, as inferChunk's record and output
 		// do, in one visit of the record.
 		var vals []float32

@@ -10,16 +10,16 @@ import (
 // calls OnEpisodeCreated: before the sub-environment's reset, as RLlib's create_episode. The
 // episode starts (startEpisode) with the reset's first observations.
 func (r *Runner) createEpisode(e env.EnvID) {
-	for e >= len(r.next) {
-		r.next = append(r.next, nil)
+	for e >= len(r.eps.next) {
+		r.eps.next = append(r.eps.next, nil)
 	}
-	if r.next[e] != nil {
+	if r.eps.next[e] != nil {
 		return // a reset that failed is tried again: the episode made for it waits
 	}
 	var ep *Episode
-	if n := len(r.epPool); n > 0 {
-		ep = r.epPool[n-1]
-		r.epPool = r.epPool[:n-1]
+	if n := len(r.eps.pool); n > 0 {
+		ep = r.eps.pool[n-1]
+		r.eps.pool = r.eps.pool[:n-1]
 	} else {
 		ep = &Episode{}
 	}
@@ -27,7 +27,7 @@ func (r *Runner) createEpisode(e env.EnvID) {
 		ep.CustomMetrics, ep.UserData = map[string]float64{}, map[string]any{}
 	}
 	ep.ID, ep.EnvID, ep.Worker, ep.proto = r.nextID(), e, r.cfg.Worker, r.proto
-	r.next[e] = ep
+	r.eps.next[e] = ep
 	if r.cb.created != nil {
 		r.cb.created.OnEpisodeCreated(r, ep)
 	}
@@ -36,22 +36,22 @@ func (r *Runner) createEpisode(e env.EnvID) {
 // startEpisode starts the episode running in sub-environment e: the one made before its
 // reset, or a new one (an environment that started an episode on its own).
 func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
-	for e >= len(r.episodes) {
-		r.episodes = append(r.episodes, nil)
+	for e >= len(r.eps.byEnv) {
+		r.eps.byEnv = append(r.eps.byEnv, nil)
 	}
-	if e >= len(r.next) || r.next[e] == nil {
+	if e >= len(r.eps.next) || r.eps.next[e] == nil {
 		r.createEpisode(e)
 	}
-	ep := r.next[e]
-	r.next[e] = nil
-	ep.extra = r.cfg.MaxEpisodes > 0 && r.started >= r.cfg.MaxEpisodes
+	ep := r.eps.next[e]
+	r.eps.next[e] = nil
+	ep.extra = r.cfg.MaxEpisodes > 0 && r.eps.started >= r.cfg.MaxEpisodes
 	if !ep.extra {
-		r.started++
+		r.eps.started++
 	}
 	ep.TrainingEnabled = training && !ep.extra
-	r.episodes[e] = ep
-	if r.idr != nil {
-		ep.ExternalID = r.idr.EpisodeID(e)
+	r.eps.byEnv[e] = ep
+	if r.eps.idr != nil {
+		ep.ExternalID = r.eps.idr.EpisodeID(e)
 	}
 	if r.cb.start != nil {
 		r.cb.start.OnEpisodeStart(r, ep)
@@ -67,7 +67,7 @@ func (r *Runner) finish(ep *Episode) {
 		return
 	}
 	r.endEpisode(ep)
-	if r.complete && r.collect && ep.TrainingEnabled {
+	if r.mode.complete && r.mode.collect && ep.TrainingEnabled {
 		r.out.EnvSteps += ep.Length
 	}
 	for _, a := range ep.agents {
@@ -76,7 +76,7 @@ func (r *Runner) finish(ep *Episode) {
 			a.slot = -1
 		}
 		a.ep = nil
-		if r.complete {
+		if r.mode.complete {
 			r.emit(a)
 		}
 		if !a.listed {
@@ -94,7 +94,7 @@ func (r *Runner) endEpisode(ep *Episode) {
 		return
 	}
 	ep.endCalled = true
-	r.episodesDone++
+	r.count.episodes++
 	r.progress.returnSum += ep.TotalReward
 	if r.cb.end != nil {
 		r.cb.end.OnEpisodeEnd(r, ep)
@@ -119,22 +119,22 @@ func (r *Runner) endEpisode(ep *Episode) {
 // addMetrics records an ended episode's metrics for Metrics, in place of the oldest once
 // MaxMetrics are kept.
 func (r *Runner) addMetrics(m RolloutMetrics) {
-	r.metricsMu.Lock()
-	if limit := r.cfg.MaxMetrics; limit < 0 || len(r.metrics) < limit {
-		r.metrics = append(r.metrics, m)
+	r.met.mu.Lock()
+	if limit := r.cfg.MaxMetrics; limit < 0 || len(r.met.list) < limit {
+		r.met.list = append(r.met.list, m)
 	} else {
-		r.metrics[r.metricsAt] = m
-		r.metricsAt = (r.metricsAt + 1) % limit
-		r.dropped++
+		r.met.list[r.met.at] = m
+		r.met.at = (r.met.at + 1) % limit
+		r.met.dropped++
 	}
-	r.metricsMu.Unlock()
+	r.met.mu.Unlock()
 }
 
 // fault drops an episode whose sub-environment failed with err (RLlib's faulty episode): its
 // data is discarded; OnEpisodeEnd sees it with Err set, and its metrics are marked Faulty (it
 // counts in FaultyEpisodes, not in Episodes).
 func (r *Runner) fault(ep *Episode, err error) {
-	r.faulty++
+	r.count.faulty++
 	if !ep.endCalled && !ep.extra {
 		ep.endCalled = true
 		ep.Err = err
@@ -145,9 +145,9 @@ func (r *Runner) fault(ep *Episode, err error) {
 			EpisodeReturn: ep.TotalReward, Faulty: true})
 	}
 	if ep.ended { // it was about to finish in this step
-		for i, e := range r.ending {
+		for i, e := range r.step.ending {
 			if e == ep {
-				r.ending = append(r.ending[:i], r.ending[i+1:]...)
+				r.step.ending = append(r.step.ending[:i], r.step.ending[i+1:]...)
 				break
 			}
 		}
@@ -173,12 +173,12 @@ func (r *Runner) drop(ep *Episode) {
 
 func (r *Runner) recycle(ep *Episode) {
 	if r.episodeAt(ep.EnvID) == ep {
-		r.episodes[ep.EnvID] = nil
+		r.eps.byEnv[ep.EnvID] = nil
 	}
 	ep.clearAgents()
 	clear(ep.CustomMetrics)
 	clear(ep.UserData)
 	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, 0, false, false, false, false
 	ep.ExternalID, ep.Err, ep.common, ep.byAll = "", nil, nil, false
-	r.epPool = append(r.epPool, ep)
+	r.eps.pool = append(r.eps.pool, ep)
 }

@@ -23,11 +23,11 @@ type Counters struct {
 
 // Counters returns the runner's totals.
 func (r *Runner) Counters() Counters {
-	r.metricsMu.Lock()
-	dropped := r.dropped
-	r.metricsMu.Unlock()
-	return Counters{EnvSteps: r.totalEnvSteps, AgentSteps: r.totalAgentSteps, Episodes: r.episodesDone,
-		FaultyEpisodes: r.faulty, Steps: r.perf.iters, MetricsDropped: dropped}
+	r.met.mu.Lock()
+	dropped := r.met.dropped
+	r.met.mu.Unlock()
+	return Counters{EnvSteps: r.count.envSteps, AgentSteps: r.count.agentSteps, Episodes: r.count.episodes,
+		FaultyEpisodes: r.count.faulty, Steps: r.perf.iters, MetricsDropped: dropped}
 }
 
 // Metrics appends the metrics of the episodes that ended since the last call to dst and
@@ -35,12 +35,12 @@ func (r *Runner) Counters() Counters {
 // now and then; unlike the runner's other methods it may be called from any goroutine, also
 // while another steps the runner.
 func (r *Runner) Metrics(dst []RolloutMetrics) []RolloutMetrics {
-	r.metricsMu.Lock()
-	defer r.metricsMu.Unlock()
-	dst = append(dst, r.metrics[r.metricsAt:]...)
-	dst = append(dst, r.metrics[:r.metricsAt]...)
-	clear(r.metrics)
-	r.metrics, r.metricsAt = r.metrics[:0], 0
+	r.met.mu.Lock()
+	defer r.met.mu.Unlock()
+	dst = append(dst, r.met.list[r.met.at:]...)
+	dst = append(dst, r.met.list[:r.met.at]...)
+	clear(r.met.list)
+	r.met.list, r.met.at = r.met.list[:0], 0
 	return dst
 }
 
@@ -72,9 +72,9 @@ type progress struct {
 }
 
 func (p *progress) update(r *Runner) {
-	p.envSteps.Store(r.totalEnvSteps)
-	p.agentSteps.Store(r.totalAgentSteps)
-	p.episodes.Store(r.episodesDone)
+	p.envSteps.Store(r.count.envSteps)
+	p.agentSteps.Store(r.count.agentSteps)
+	p.episodes.Store(r.count.episodes)
 	p.returnBits.Store(math.Float64bits(p.returnSum))
 }
 
@@ -88,10 +88,10 @@ func (r *Runner) Progress() Progress {
 
 // Done reports whether the run reached Config.MaxEnvSteps or Config.MaxEpisodes.
 func (r *Runner) Done() bool {
-	if r.cfg.MaxEnvSteps > 0 && r.totalEnvSteps >= r.cfg.MaxEnvSteps {
+	if r.cfg.MaxEnvSteps > 0 && r.count.envSteps >= r.cfg.MaxEnvSteps {
 		return true
 	}
-	return r.cfg.MaxEpisodes > 0 && r.episodesDone >= r.cfg.MaxEpisodes
+	return r.cfg.MaxEpisodes > 0 && r.count.episodes >= r.cfg.MaxEpisodes
 }
 
 // SetLimits changes Config.MaxEnvSteps and Config.MaxEpisodes (0: no limit), for a runner

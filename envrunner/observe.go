@@ -21,13 +21,13 @@ func (r *Runner) statuses(from int) {
 				// A reset failed: the episode that ended before it is whole and finishes
 				// as usual; the one that could not start counts as faulty (as in RLlib,
 				// which reports a RolloutMetrics with episode_faulty and nothing else).
-				r.faulty++
+				r.count.faulty++
 				r.addMetrics(RolloutMetrics{Worker: r.cfg.Worker, Faulty: true})
 			}
-			r.resets = append(r.resets, st.Env)
+			r.step.resets = append(r.step.resets, st.Env)
 			if from > 0 { // the reset itself failed: try again next step
-				r.resets = r.resets[:len(r.resets)-1]
-				r.retry = append(r.retry, st.Env)
+				r.step.resets = r.step.resets[:len(r.step.resets)-1]
+				r.step.retry = append(r.step.retry, st.Env)
 			}
 			continue
 		case st.Reset:
@@ -35,7 +35,7 @@ func (r *Runner) statuses(from int) {
 				// A new episode without the old one ending (an external simulator that
 				// started over): the old one ends as it stands.
 				ep.ended = true
-				r.ending = append(r.ending, ep)
+				r.step.ending = append(r.step.ending, ep)
 				r.endEpisode(ep)
 			}
 			ep = r.startEpisode(st.Env, !st.TrainingDisabled)
@@ -45,17 +45,17 @@ func (r *Runner) statuses(from int) {
 		}
 		if ep != nil && (st.Terminated || st.Truncated) && !ep.ended {
 			ep.ended, ep.byAll = true, true
-			r.ending = append(r.ending, ep)
-			r.resets = append(r.resets, st.Env)
+			r.step.ending = append(r.step.ending, ep)
+			r.step.resets = append(r.step.resets, st.Env)
 		}
 	}
 }
 
 func (r *Runner) episodeAt(e env.EnvID) *Episode {
-	if e < 0 || e >= len(r.episodes) {
+	if e < 0 || e >= len(r.eps.byEnv) {
 		return nil
 	}
-	return r.episodes[e]
+	return r.eps.byEnv[e]
 }
 
 // addRow takes in one polled agent: completes its pending transition and queues its
@@ -105,7 +105,7 @@ func (r *Runner) newAgent(ep *Episode, id env.AgentID) *agentRec {
 	a.epsID, a.envID = ep.ID, int32(ep.EnvID)
 	a.slot = p.slot()
 	a.t0, a.reward, a.steps, a.done, a.pending = 0, 0, 0, false, false
-	a.collect = r.collect && ep.TrainingEnabled
+	a.collect = r.mode.collect && ep.TrainingEnabled
 	a.lastAct = nil
 	ep.addAgent(a)
 	return a
@@ -169,27 +169,27 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 // there.
 func (r *Runner) stepDone(a *agentRec, ep *Episode) {
 	if !ep.extra {
-		r.totalAgentSteps++
-		r.sinceCutAgent++
+		r.count.agentSteps++
+		r.frag.sinceCutAgent++
 	}
 	over := false
 	switch {
-	case !r.stepCB && len(ep.agents) == 1:
+	case !r.mode.stepCB && len(ep.agents) == 1:
 		// The episode's one agent stepped: the env step counts here, without the touched
 		// list (which exists to count a multi-agent step once).
 		ep.Length++
 		if !ep.extra {
-			over = r.exact && r.sinceCutEnv+r.counted >= r.target
-			r.stepped++
-			r.counted++
+			over = r.mode.exact && r.frag.sinceCutEnv+r.step.counted >= r.mode.target
+			r.step.stepped++
+			r.step.counted++
 		}
 	case !ep.stepped:
 		ep.stepped = true
-		r.touched = append(r.touched, ep)
+		r.step.touched = append(r.step.touched, ep)
 		ep.over = false
 		if !ep.extra {
-			ep.over = r.exact && r.sinceCutEnv+r.counted >= r.target
-			r.counted++
+			ep.over = r.mode.exact && r.frag.sinceCutEnv+r.step.counted >= r.mode.target
+			r.step.counted++
 		}
 		over = ep.over
 	default:
@@ -254,7 +254,7 @@ func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
 }
 
 func (r *Runner) isEnding(ep *Episode) bool {
-	for _, e := range r.ending {
+	for _, e := range r.step.ending {
 		if e == ep {
 			return true
 		}
@@ -266,6 +266,6 @@ func (r *Runner) isEnding(ep *Episode) bool {
 func (r *Runner) list(a *agentRec) {
 	if !a.listed {
 		a.listed = true
-		r.listed = append(r.listed, a)
+		r.frag.listed = append(r.frag.listed, a)
 	}
 }

@@ -75,7 +75,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 		g.free = make([]*batchStack, n)
 		for i, r := range g.runners {
 			g.free[i] = newBatchStack(per)
-			if !r.collect {
+			if !r.mode.collect {
 				continue
 			}
 			for range per {
@@ -92,7 +92,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 	}
 	outs := make([]chan *MultiAgentBatch, n)
 	for i, r := range g.runners {
-		if !collect || !r.collect {
+		if !collect || !r.mode.collect {
 			outs[i] = make(chan *MultiAgentBatch)
 			close(outs[i])
 			continue
@@ -107,7 +107,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 			defer wg.Done()
 			var free *batchStack
 			var send func(*MultiAgentBatch)
-			if collect && r.collect {
+			if collect && r.mode.collect {
 				out := outs[i]
 				defer close(out)
 				free, send = g.free[i], func(b *MultiAgentBatch) { out <- b }
@@ -122,7 +122,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 	open := make([]bool, n)
 	left := 0
 	for i := range n {
-		if collect && g.runners[i].collect {
+		if collect && g.runners[i].mode.collect {
 			open[i] = true
 			left++
 		}
@@ -156,7 +156,7 @@ func (g *Group) runHere(ctx context.Context, cancel func(), sink func(*MultiAgen
 	var free *batchStack
 	var deliver func(*MultiAgentBatch)
 	var sinkErr error
-	if sink != nil && r.collect {
+	if sink != nil && r.mode.collect {
 		free = g.free[0]
 		deliver = func(b *MultiAgentBatch) { g.give(sink, b, &sinkErr, cancel) }
 	}

@@ -116,56 +116,84 @@ type Runner struct {
 	log      *slog.Logger
 	rng      *rand.Rand
 	idState  uint64
-	target   int
-	complete bool
-	byAgent  bool
-	maxSeq   int
-	collect  bool
-
-	episodes []*Episode // by env id; nil where none runs
-	next     []*Episode // by env id: the episode made before the sub-environment's reset (not started)
-	idr      env.EpisodeIDer
-	polled   bool // the first Poll ran
-	epPool   []*Episode
-	ending   []*Episode
-	touched  []*Episode
-	resets   []env.EnvID // sub-environments to reset in this step
-	retry    []env.EnvID // resets that failed (restarted) and are tried again next step
-	batch    env.Batch
+	mode     runMode     // decided once, in New
 	proto    envProtocol // chosen in New
-	listed   []*agentRec // records with data since the last cut (truncate mode)
-	out      MultiAgentBatch
-	rewards  []AgentReward
 
-	sinceCutEnv, sinceCutAgent int
+	eps episodeTable
 
-	totalEnvSteps, totalAgentSteps int64
-	episodesDone, faulty           int64
-	idleSteps                      int
-	warnedLarge, warnedIdle        bool
-	// metrics are the episodes ended since the last Metrics call, under metricsMu: Metrics
-	// may be called from another goroutine while the runner steps.
-	metricsMu sync.Mutex
-	metrics   []RolloutMetrics // a ring from metricsAt once MaxMetrics long
-	metricsAt int
-	dropped   int64 // metrics dropped for MaxMetrics
-	perf      perfStats
-	started   int64 // episodes started that count
-	runErr    error
-	mapErr    error // PolicyMapping named an unknown policy, or a model run failed: every Step returns it
-	progress  progress
-	closed    bool
+	batch env.Batch
+	step  stepState
+	frag  fragment
+	out   MultiAgentBatch
 
-	stepped int  // env steps of this step counted by observe (episodes of one agent)
-	counted int  // env steps of this step counted so far (all episodes; see stepDone)
-	exact   bool // truncate_episodes counted by env steps: fragments are cut at exactly target
+	count    runCounts
+	met      metricRing
+	perf     perfStats
+	progress progress
+	runErr   error
+	mapErr   error // PolicyMapping named an unknown policy, or a model run failed: every Step returns it
+	closed   bool
+
+	rewards []AgentReward // the slab of multi-agent episodes' metrics (endEpisode)
 
 	runHook func() error // tests: called after each successful model run; an error fails it
 
-	stepCB bool // OnEpisodeStep is called (cb.step != nil)
-
 	swaps        swaps       // SwapPolicy's models waiting for a batch boundary
 	swapsPending atomic.Bool // swaps has some: the runner's cheap test at a boundary
+}
+
+// episodeTable holds the runner's episodes by sub-environment.
+type episodeTable struct {
+	byEnv   []*Episode // by env id; nil where none runs
+	next    []*Episode // by env id: the episode made before the sub-environment's reset (not started)
+	pool    []*Episode // ended episodes, for reuse
+	started int64      // episodes started that count
+	polled  bool       // the first Poll ran
+	idr     env.EpisodeIDer
+}
+
+// runMode is what New decides from the Config, once, for the runner's life.
+type runMode struct {
+	target   int  // rows (steps, counted by Config.CountStepsBy) of a fragment
+	complete bool // complete_episodes
+	byAgent  bool // steps counted by agent steps
+	maxSeq   int
+	collect  bool // batches are built (not NoSamples)
+	exact    bool // truncate_episodes counted by env steps: fragments are cut at exactly target
+	stepCB   bool // OnEpisodeStep is called (cb.step != nil)
+}
+
+// stepState is what one Step gathers as it goes; the next Step starts it over.
+type stepState struct {
+	ending  []*Episode
+	touched []*Episode
+	resets  []env.EnvID // sub-environments to reset in this step
+	retry   []env.EnvID // resets that failed (restarted) and are tried again next step
+	stepped int         // env steps of this step counted by observe (episodes of one agent)
+	counted int         // env steps of this step counted so far (all episodes; see stepDone)
+}
+
+// fragment is the fragment being collected (truncate_episodes: until the next cut).
+type fragment struct {
+	listed                     []*agentRec // records with data since the last cut (truncate mode)
+	sinceCutEnv, sinceCutAgent int
+}
+
+// runCounts are the runner's lifetime counters and the warnings they gave.
+type runCounts struct {
+	envSteps, agentSteps    int64
+	episodes, faulty        int64
+	idle                    int // steps in a row without an agent observation
+	warnedLarge, warnedIdle bool
+}
+
+// metricRing holds the episodes ended since the last Metrics call, under mu: Metrics may be
+// called from another goroutine while the runner steps.
+type metricRing struct {
+	mu      sync.Mutex
+	list    []RolloutMetrics // a ring from at once MaxMetrics long
+	at      int
+	dropped int64 // metrics dropped for MaxMetrics
 }
 
 // New builds a runner: a session and connectors per policy, checked against each other.
@@ -215,14 +243,14 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
 	}
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
-		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, complete: cfg.BatchMode == CompleteEpisodes,
-		byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}
-	r.exact = !r.complete && !r.byAgent && r.collect
+		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, mode: runMode{complete: cfg.BatchMode == CompleteEpisodes,
+			byAgent: cfg.CountStepsBy == AgentSteps, maxSeq: cfg.MaxSeqLen, collect: !cfg.NoSamples}}
+	r.mode.exact = !r.mode.complete && !r.mode.byAgent && r.mode.collect
 	r.perf.ema = cfg.PerfEMA
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	r.stepCB = r.cb.step != nil
+	r.mode.stepCB = r.cb.step != nil
 	ids := make([]PolicyID, 0, len(cfg.Policies))
 	for id := range cfg.Policies {
 		ids = append(ids, id)
@@ -254,9 +282,9 @@ func New(cfg Config) (*Runner, error) {
 		only := ids[0]
 		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
 	}
-	r.target = cfg.FragmentLength * cfg.NumEnvs
+	r.mode.target = cfg.FragmentLength * cfg.NumEnvs
 	r.proto = r.pickProtocol()
-	if r.collect && len(r.policies) == 1 {
+	if r.mode.collect && len(r.policies) == 1 {
 		// The first fragment of a single policy has at least target rows. Under the
 		// columnar protocol every sub-environment steps every step, so the fragment comes
 		// and is reserved whole: grown from a part (doubling, each copy fresh memory and
@@ -265,13 +293,13 @@ func New(cfg Config) (*Runner, error) {
 		// target (its most concurrent episodes times the fragment) may be far more than a
 		// short session collects, and a larger first fragment grows as it fills (Take
 		// sizes the later ones).
-		p, rows := r.policies[0], min(r.target, firstReserve)
+		p, rows := r.policies[0], min(r.mode.target, firstReserve)
 		if r.neverWaits() {
-			rows = r.target
+			rows = r.mode.target
 		}
 		r.reserve(r.out.Policy(p.id), p, rows)
 	}
-	r.idr, _ = cfg.Env.(env.EpisodeIDer)
+	r.eps.idr, _ = cfg.Env.(env.EpisodeIDer)
 	col, _ := r.proto.(*columnProtocol)
 	for _, p := range r.policies {
 		p.chooseActions = r.pickAct(p, col)
@@ -347,19 +375,19 @@ func (r *Runner) Sample(dst *MultiAgentBatch) error {
 
 // Ready reports whether a fragment is complete.
 func (r *Runner) Ready() bool {
-	if !r.collect {
+	if !r.mode.collect {
 		return false
 	}
-	if r.complete {
-		if r.byAgent {
-			return r.out.AgentSteps >= r.target
+	if r.mode.complete {
+		if r.mode.byAgent {
+			return r.out.AgentSteps >= r.mode.target
 		}
-		return r.out.EnvSteps >= r.target
+		return r.out.EnvSteps >= r.mode.target
 	}
-	if r.byAgent {
-		return r.sinceCutAgent >= r.target
+	if r.mode.byAgent {
+		return r.frag.sinceCutAgent >= r.mode.target
 	}
-	return r.sinceCutEnv >= r.target
+	return r.frag.sinceCutEnv >= r.mode.target
 }
 
 // Take moves what is collected into dst (after emptying dst) and calls OnSampleResult: in
@@ -370,7 +398,7 @@ func (r *Runner) Ready() bool {
 // costs one allocation a column, not a doubling series).
 func (r *Runner) Take(dst *MultiAgentBatch) {
 	t0 := time.Now()
-	if !r.complete {
+	if !r.mode.complete {
 		r.cut()
 	}
 	dst.empty()
@@ -408,15 +436,15 @@ func (r *Runner) Step() error {
 	if r.mapErr != nil { // the polled rows of that step were left without actions
 		return r.mapErr
 	}
-	if !r.collect && r.swapsPending.Load() { // no batches: every step is a boundary
+	if !r.mode.collect && r.swapsPending.Load() { // no batches: every step is a boundary
 		r.applySwaps()
 	}
 	r.batch.Clear()
-	r.counted = 0
-	if !r.polled {
+	r.step.counted = 0
+	if !r.eps.polled {
 		// The first Poll resets every sub-environment: their episodes are made first, as
 		// before every later reset (RLlib creates them before its first poll).
-		r.polled = true
+		r.eps.polled = true
 		for e := range r.cfg.NumEnvs {
 			r.createEpisode(e)
 		}
@@ -428,42 +456,42 @@ func (r *Runner) Step() error {
 	if err != nil {
 		return fmt.Errorf("envrunner: poll: %w", err)
 	}
-	r.resets = append(r.resets[:0], r.retry...)
-	r.retry = r.retry[:0]
+	r.step.resets = append(r.step.resets[:0], r.step.retry...)
+	r.step.retry = r.step.retry[:0]
 	r.statuses(0)
 	nAgents := len(r.batch.Agents)
 	for i := range nAgents {
 		r.addRow(&r.batch.Agents[i])
 	}
 	cols := r.proto.takeReady() // rows taken in outside the batch (columns)
-	for _, ep := range r.ending {
+	for _, ep := range r.step.ending {
 		if ep.byAll {
 			r.finalRows(ep)
 		}
 	}
-	envSteps := r.stepped
-	r.stepped = 0
-	for _, ep := range r.touched {
+	envSteps := r.step.stepped
+	r.step.stepped = 0
+	for _, ep := range r.step.touched {
 		if ep.stepped {
 			ep.stepped = false
 			ep.Length++
 			if !ep.extra {
 				envSteps++
 			}
-			if r.stepCB {
+			if r.mode.stepCB {
 				r.cb.step.OnEpisodeStep(r, ep)
 			}
 		}
 	}
-	r.touched = r.touched[:0]
+	r.step.touched = r.step.touched[:0]
 	// Episodes that ended end now, before their sub-environments start the next ones.
-	for _, ep := range r.ending {
+	for _, ep := range r.step.ending {
 		r.endEpisode(ep)
 	}
 	// Reset the sub-environments whose episode ended, so their first observations get
 	// actions in this step. A synchronous reset appends to the batch.
-	for k := 0; k < len(r.resets); k++ {
-		e := r.resets[k]
+	for k := 0; k < len(r.step.resets); k++ {
+		e := r.step.resets[k]
 		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
 		tr := time.Now()
 		n, err := r.proto.reset(e)
@@ -492,11 +520,11 @@ func (r *Runner) Step() error {
 		r.runErr = nil
 		return r.mapErr
 	}
-	for _, ep := range r.ending {
+	for _, ep := range r.step.ending {
 		r.finish(ep)
 	}
-	clear(r.ending)
-	r.ending = r.ending[:0]
+	clear(r.step.ending)
+	r.step.ending = r.step.ending[:0]
 	if r.cfg.Render {
 		if tr, ok := r.env.(env.TryRenderer); ok {
 			t := time.Now()
@@ -512,17 +540,17 @@ func (r *Runner) Step() error {
 	if err != nil {
 		return fmt.Errorf("envrunner: send actions: %w", err)
 	}
-	r.totalEnvSteps += int64(envSteps)
-	r.sinceCutEnv += envSteps
+	r.count.envSteps += int64(envSteps)
+	r.frag.sinceCutEnv += envSteps
 	if agents == 0 && envs > 0 {
-		r.idleSteps++
-		if r.idleSteps > 1000 && !r.warnedIdle {
-			r.warnedIdle = true
+		r.count.idle++
+		if r.count.idle > 1000 && !r.count.warnedIdle {
+			r.count.warnedIdle = true
 			r.log.Warn("envrunner: your environment seems to be stepping without ever emitting agent observations (agents are never requested to act)",
 				"worker", r.cfg.Worker)
 		}
 	} else if agents > 0 {
-		r.idleSteps = 0
+		r.count.idle = 0
 	}
 	r.progress.update(r)
 	return nil
@@ -535,7 +563,7 @@ func (r *Runner) largeRows() int { return max(1000, r.cfg.FragmentLength*10) }
 // warnLarge warns, once, that an agent's trajectory grows without its episode ending or a
 // fragment cutting it (RLlib's large batch warning).
 func (r *Runner) warnLarge(a *agentRec) {
-	r.warnedLarge = true
+	r.count.warnedLarge = true
 	limit := r.largeRows()
 	r.log.Warn(fmt.Sprintf("envrunner: more than %d observations of one agent are buffered in the sampler. "+
 		"If this is more than you expected, check that the environment's episodes end (set a time limit); "+

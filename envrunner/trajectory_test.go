@@ -132,10 +132,10 @@ func poisonTrajectories(r *Runner, v float32) {
 			free[i] = v
 		}
 	}
-	for _, a := range r.listed {
+	for _, a := range r.frag.listed {
 		poison(a)
 	}
-	for _, ep := range r.episodes {
+	for _, ep := range r.eps.byEnv {
 		if ep != nil {
 			for _, a := range ep.agents {
 				poison(a)
