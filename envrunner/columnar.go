@@ -18,6 +18,10 @@ type columnProtocol struct {
 	// fastOK: rows may take addColumns' fast path at all, decided once: it skips
 	// OnEpisodeStep, so a runner with that callback takes every row through observe.
 	fastOK bool
+	// deferred[e]: sub-environment e's record has a trajectory row waiting in its policy's
+	// defRows (inferRun wrote it there); ndefer counts them.
+	deferred []bool
+	ndefer   int
 }
 
 // newColumnProtocol returns the columnar protocol for r's environment, or nil when it does
@@ -37,7 +41,8 @@ func newColumnProtocol(r *Runner) *columnProtocol {
 			return nil
 		}
 	}
-	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.mode.stepCB}
+	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.mode.stepCB,
+		deferred: make([]bool, len(c.Results))}
 }
 
 func (c *columnProtocol) poll() error {
@@ -100,6 +105,36 @@ func (c *columnProtocol) withdraw(p *policy) {
 	}
 }
 
+// A step's inferRun writes its rows (observation and model outputs) into the policy's
+// defRows, in order, rather than into each agent's trajectory after the model's run: the
+// agents' records and trajectories, visited by addColumns just before the run, would be
+// visited a second time after it, and at thousands of sub-environments the run pushes them
+// out of the cache in between. The next visit of each record takes its row in (takeDeferred:
+// addColumns, before the transition completes), and settle takes in what is left before
+// anything else reads a trajectory (Take, a step's faults) and at the end of takeReady: no
+// row waits beyond the next step's rows.
+
+// takeDeferred appends sub-environment e's deferred row to the trajectory of a, its record.
+func (c *columnProtocol) takeDeferred(a *agentRec, e env.EnvID) {
+	c.deferred[e] = false
+	c.ndefer--
+	if a.collect {
+		p := a.pol
+		s := p.lay.stride
+		copy(a.newRow(), p.defRows[(e-p.defFirst)*s:(e-p.defFirst+1)*s])
+		c.r.recorded(a)
+	}
+}
+
+// settle takes every deferred row into its record.
+func (c *columnProtocol) settle() {
+	for e := 0; c.ndefer > 0 && e < len(c.deferred); e++ {
+		if c.deferred[e] {
+			c.takeDeferred(c.recs[e], e)
+		}
+	}
+}
+
 // inColumns returns the columns when the agent's last observation, info, reward and action
 // are its sub-environment's rows there: while its episode runs there and it is not done
 // (observe keeps copies of a final observation's values, whose rows the reset reuses).
@@ -136,6 +171,9 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	slow := !c.fastOK || (r.mode.exact && r.frag.sinceCutEnv+r.step.counted+len(ready) > r.mode.target)
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
+		if c.deferred[e] {
+			c.takeDeferred(a, e)
+		}
 		if slow || !c.fast(a, e) || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
@@ -168,6 +206,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	if p != nil {
 		p.infer = infer
 	}
+	c.settle() // rows of sub-environments that were not ready
 	r.count.agentSteps += int64(steps)
 	r.frag.sinceCutAgent += steps
 	r.step.stepped += steps

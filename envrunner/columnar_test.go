@@ -90,7 +90,8 @@ type columnarCase struct {
 // TestColumnarMatchesPollSend runs the same configurations over a VectorEnv through the
 // columnar protocol and through Poll/SendActions: batches, metrics, counters and callbacks
 // must be the same. Each runs with callbacks (OnEpisodeStep: the columnar runner takes every
-// row on its general path) and without (its fast path: agentRec.fast and the column run).
+// row on its general path) and without (its fast path: columnProtocol.fast, the column run
+// and its deferred rows).
 // The random-policy cases need no runtime and run everywhere; the model cases (the model
 // paths: a column run in one copy, rows through the connectors, values, RNN states) skip
 // without ONNX Runtime.
@@ -124,6 +125,11 @@ func TestColumnarMatchesPollSend(t *testing.T) {
 		{name: "gaussian", env: "Pendulum-v1", cfg: env.Config{"max_episode_steps": 17}, model: "pendulum_gaussian", explore: true,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 6; c.GAE = &envrunner.GAE{Gamma: 0.99, Lambda: 1} }},
 		{name: "faults", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", explore: true, failAt: 30,
+			mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
+		// Greedy, the episodes of every sub-environment end together, so that most steps
+		// run the model over one column run, whose rows wait in the policy's deferred rows
+		// when the fault comes.
+		{name: "greedy faults", env: "CartPole-v1", cfg: short, model: "cartpole_mlp", failAt: 30,
 			mutate: func(c *envrunner.Config) { c.FragmentLength = 8 }},
 	}
 	for _, c := range cases {

@@ -55,6 +55,9 @@ func (r *Runner) pickAct(p *policy, col *columnProtocol) func(*policy) {
 	case p.random:
 		return r.randomRows
 	case col != nil && p.copies && p.conn.State == nil && !p.records:
+		if r.mode.collect {
+			p.defRows = make([]float32, p.cap*p.lay.stride)
+		}
 		return func(p *policy) {
 			if p.run.n > 0 && len(p.infer) == 0 && p.run.n <= p.cap {
 				col.inferRun(p)
@@ -252,21 +255,26 @@ func (c *columnProtocol) inferRun(p *policy) {
 	copy(c.cols.Actions[k*aw:(k+m)*aw], act.Actions())
 	c.sent += m
 	if r.mode.collect {
-		// Each row is recorded and its outputs written, as inferChunk's record and output
-		// do, in one visit of the record.
+		// Each row, its observation and outputs as record and output write them, goes to
+		// defRows, for its record to take in at its next visit (see takeDeferred).
 		var vals []float32
 		if p.hasValue {
 			vals = p.valueT.Float32()
 		}
 		l := &p.lay
-		dw := p.distW
+		s, dw := l.stride, p.distW
 		pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
-		for j, a := range c.recs[k : k+m] {
-			if a.collect {
-				tr := r.record(a, in[j*w:(j+1)*w])
-				l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
-			}
+		rows := p.defRows[:m*s]
+		for j := range m {
+			tr := rows[j*s : (j+1)*s]
+			put(tr, in[j*w:(j+1)*w])
+			l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
 		}
+		p.defFirst = k
+		for e := range c.deferred[k : k+m] {
+			c.deferred[k+e] = true
+		}
+		c.ndefer += m
 	}
 	r.perf.add(phAction, time.Since(t2))
 }

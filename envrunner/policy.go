@@ -76,6 +76,10 @@ type policy struct {
 	hasValue   bool
 	copies     bool // the agent connectors copy the raw observation as it is
 	records    bool // an agent connector keeps past actions
+	// defRows holds the trajectory rows of the policy's last inferRun (row j: sub-environment
+	// defFirst+j), until its records take them in (columnProtocol.deferred).
+	defRows  []float32
+	defFirst int
 
 	// chooseActions computes the actions of the step's rows (infer and run), chosen in New (pickAct).
 	chooseActions func(p *policy)

@@ -31,6 +31,9 @@ type envProtocol interface {
 	// withdraw takes back the actions of policy p's rows in this step (its model run
 	// failed).
 	withdraw(p *policy)
+	// settle puts every trajectory row the protocol holds for its records into them
+	// (columnProtocol.deferred), before anything else reads or drops a trajectory.
+	settle()
 	// inColumns answers where agent a's last observation, info, reward and action live:
 	// the environment's columns it returns (row a.envID), or the record (nil).
 	inColumns(a *agentRec) *env.Columns
@@ -127,6 +130,9 @@ func (p *rowProtocol) flush() error {
 
 // withdraw does nothing: no action of the step was sent, and the agents keep waiting.
 func (p *rowProtocol) withdraw(*policy) {}
+
+// settle does nothing: every row is in its record.
+func (p *rowProtocol) settle() {}
 
 // inColumns returns nil: the record keeps the agent's last values.
 func (p *rowProtocol) inColumns(*agentRec) *env.Columns { return nil }

@@ -398,6 +398,7 @@ func (r *Runner) Ready() bool {
 // costs one allocation a column, not a doubling series).
 func (r *Runner) Take(dst *MultiAgentBatch) {
 	t0 := time.Now()
+	r.proto.settle()
 	if !r.mode.complete {
 		r.cut()
 	}
@@ -458,6 +459,9 @@ func (r *Runner) Step() error {
 	}
 	r.step.resets = append(r.step.resets[:0], r.step.retry...)
 	r.step.retry = r.step.retry[:0]
+	if len(r.batch.Envs) > 0 { // a status may end an episode: its trajectory is read or dropped
+		r.proto.settle()
+	}
 	r.statuses(0)
 	nAgents := len(r.batch.Agents)
 	for i := range nAgents {
