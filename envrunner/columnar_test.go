@@ -138,6 +138,12 @@ func TestColumnarMatchesPollSend(t *testing.T) {
 				testColumnarMatches(t, c, callbacks)
 			})
 		}
+		if c.model != "" { // the column run's rows deferred, as at thousands of sub-environments
+			t.Run(c.name+"/deferred", func(t *testing.T) {
+				defer envrunner.SetDeferEnvs(1)()
+				testColumnarMatches(t, c, false)
+			})
+		}
 	}
 }
 

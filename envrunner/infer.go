@@ -55,7 +55,7 @@ func (r *Runner) pickAct(p *policy, col *columnProtocol) func(*policy) {
 	case p.random:
 		return r.randomRows
 	case col != nil && p.copies && p.conn.State == nil && !p.records:
-		if r.mode.collect {
+		if r.mode.collect && p.cap >= deferEnvs {
 			p.defRows = make([]float32, p.cap*p.lay.stride)
 		}
 		return func(p *policy) {
@@ -256,7 +256,8 @@ func (c *columnProtocol) inferRun(p *policy) {
 	c.sent += m
 	if r.mode.collect {
 		// Each row, its observation and outputs as record and output write them, goes to
-		// defRows, for its record to take in at its next visit (see takeDeferred).
+		// its record's trajectory, or where the policy defers its rows, to defRows, for
+		// its record to take in at its next visit (see takeDeferred).
 		var vals []float32
 		if p.hasValue {
 			vals = p.valueT.Float32()
@@ -264,17 +265,26 @@ func (c *columnProtocol) inferRun(p *policy) {
 		l := &p.lay
 		s, dw := l.stride, p.distW
 		pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
-		rows := p.defRows[:m*s]
-		for j := range m {
-			tr := rows[j*s : (j+1)*s]
-			put(tr, in[j*w:(j+1)*w])
-			l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
+		if p.defRows == nil {
+			for j, a := range c.recs[k : k+m] {
+				if a.collect {
+					tr := r.record(a, in[j*w:(j+1)*w])
+					l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
+				}
+			}
+		} else {
+			rows := p.defRows[:m*s]
+			for j := range m {
+				tr := rows[j*s : (j+1)*s]
+				put(tr, in[j*w:(j+1)*w])
+				l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
+			}
+			p.defFirst = k
+			for e := range c.deferred[k : k+m] {
+				c.deferred[k+e] = true
+			}
+			c.ndefer += m
 		}
-		p.defFirst = k
-		for e := range c.deferred[k : k+m] {
-			c.deferred[k+e] = true
-		}
-		c.ndefer += m
 	}
 	r.perf.add(phAction, time.Since(t2))
 }

@@ -229,6 +229,12 @@ func (p *policy) slot() int {
 
 func (p *policy) release(s int) { p.free = append(p.free, s) }
 
+// deferredRow returns sub-environment e's row of defRows.
+func (p *policy) deferredRow(e int) []float32 {
+	s := p.lay.stride
+	return p.defRows[(e-p.defFirst)*s : (e-p.defFirst+1)*s]
+}
+
 // newRec takes an agent record from the pool.
 func (p *policy) newRec() *agentRec {
 	if n := len(p.pool); n > 0 {
