@@ -326,11 +326,15 @@ ONNXRL_ALWAYS_INLINE void StoreTransposed8x16(const V16* v, int stride, float* o
 
 // GatherTile is Tile with row r of the left matrix read in place at rows[r][off[k]], and the
 // result stored transposed: column j of the tile's row r to outs[r][j * ldo] (outs already
-// advanced to the tile's first column).
+// advanced to the tile's first column). next is the next tile's first row (null for the last):
+// its window is prefetched 16 floats ahead while this tile runs, the windows of a large batch's
+// first layer coming from memory (measured alone on a batch of 256 in tasks of 64 rows: 46-47
+// -> 50 billion multiply-adds per second on the Nature CNN's first layer, 51-53 -> 54-55 on its
+// third).
 template <typename V, int MR, int NV>
-ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const int64_t* off, int64_t K, const float* w,
-                                     int64_t pstride, const float* bias, const Epilogue& e, float* const* outs,
-                                     int64_t col, int64_t ldo, int64_t ncols) {
+ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const float* next, const int64_t* off, int64_t K,
+                                     const float* w, int64_t pstride, const float* bias, const Epilogue& e,
+                                     float* const* outs, int64_t col, int64_t ldo, int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L, NC = NV * C;
   V acc[MR * NC];
 #pragma GCC unroll 8
@@ -342,8 +346,10 @@ ONNXRL_ALWAYS_INLINE void GatherTile(const float* const* rows, const int64_t* of
   const float* base[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; r++) base[r] = rows[r];
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(next) + 16 * sizeof(float);
   for (int64_t k = 0; k < K; k++) {
     const int64_t o = off[k];
+    if (next != nullptr) __builtin_prefetch(reinterpret_cast<const void*>(ahead + o * sizeof(float)));
     V wv[NC];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; c++) wv[c] = Load<V>(w + (c / C) * pstride + k * kPanel + (c % C) * L);
@@ -378,7 +384,9 @@ ONNXRL_ALWAYS_INLINE void GatherRows(const float* const* rows, const int64_t* of
                                      const float* w, int64_t pstride, const float* bias, const Epilogue& e,
                                      float* const* outs, int64_t col, int64_t ldo, int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    GatherTile<V, decltype(r)::value, NV>(rows + m, off, K, w, pstride, bias, e, outs + m, col, ldo, ncols);
+    constexpr int R = decltype(r)::value;
+    const float* next = m + R < M ? rows[m + R] : nullptr;
+    GatherTile<V, R, NV>(rows + m, next, off, K, w, pstride, bias, e, outs + m, col, ldo, ncols);
   });
 }
 
