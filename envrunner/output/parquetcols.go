@@ -152,14 +152,12 @@ func (c *columnWriter) statBytes(s *chunkStats) (lo, hi []byte) {
 	return c.arena[s.at : s.at+s.minLen], c.arena[s.at+s.minLen : s.at+s.minLen+s.maxLen]
 }
 
-// floatRows writes a column of rows of w float32 values (a plain float32 column when scalar,
-// with statistics).
-func (c *columnWriter) floatRows(batches []*envrunner.SampleBatch, w int, scalar bool, get func(*envrunner.SampleBatch) []float32) error {
-	if err := c.next(parquet.Types.Float, levelKind(scalar)); err != nil {
-		return err
-	}
-	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-	per := c.pageRows(4 * w)
+// valuePages writes the data pages of a column of rows of w plain values of size bytes each
+// (a scalar column when scalar, its levels omitted), calling span with each batch's values
+// of a scalar column for its statistics.
+func valuePages[T float32 | int32 | int64](c *columnWriter, batches []*envrunner.SampleBatch, w int, scalar bool, size int,
+	get func(*envrunner.SampleBatch) []T, span func([]T)) {
+	per := c.pageRows(size * w)
 	for _, b := range batches {
 		v := get(b)[:b.Count*w]
 		for r := 0; r < b.Count; r += per {
@@ -177,9 +175,19 @@ func (c *columnWriter) floatRows(batches []*envrunner.SampleBatch, w int, scalar
 			c.p.dataPage(lv, repLen, vals, levels, nulls, n, encPlain)
 		}
 		if scalar {
-			lo, hi = floatRange(v, lo, hi)
+			span(v)
 		}
 	}
+}
+
+// floatRows writes a column of rows of w float32 values (a plain float32 column when scalar,
+// with statistics).
+func (c *columnWriter) floatRows(batches []*envrunner.SampleBatch, w int, scalar bool, get func(*envrunner.SampleBatch) []float32) error {
+	if err := c.next(parquet.Types.Float, levelKind(scalar)); err != nil {
+		return err
+	}
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	valuePages(c, batches, w, scalar, 4, get, func(v []float32) { lo, hi = floatRange(v, lo, hi) })
 	if scalar {
 		if lo > hi { // no value but NaN: no minimum or maximum
 			c.setStats(nil, nil, 0)
@@ -250,27 +258,7 @@ func (c *columnWriter) int64Rows(batches []*envrunner.SampleBatch, w int, scalar
 		return err
 	}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	per := c.pageRows(8 * w)
-	for _, b := range batches {
-		v := get(b)[:b.Count*w]
-		for r := 0; r < b.Count; r += per {
-			n := min(per, b.Count-r)
-			vals := plain(v[r*w:(r+n)*w], &c.vals)
-			if scalar {
-				c.p.dataPage(nil, 0, vals, n, 0, n, encPlain)
-				continue
-			}
-			lv, repLen := c.lv.levels(w, n)
-			levels, nulls := n*w, 0
-			if w == 0 {
-				levels, nulls = n, n
-			}
-			c.p.dataPage(lv, repLen, vals, levels, nulls, n, encPlain)
-		}
-		if scalar {
-			lo, hi = intRange(v, lo, hi)
-		}
-	}
+	valuePages(c, batches, w, scalar, 8, get, func(v []int64) { lo, hi = intRange(v, lo, hi) })
 	if scalar {
 		var st [16]byte
 		binary.LittleEndian.PutUint64(st[:], uint64(lo))
