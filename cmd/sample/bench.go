@@ -64,12 +64,8 @@ func parseBenchFlags(args []string, stdout io.Writer) (*benchFlags, error) {
 	fs.StringVar(&f.vs, "vs", "", "another sampler to run on the same settings, alternating with ours (see docs/benchmarking.md for the protocol)")
 	fs.StringVar(&f.vsName, "vs-name", "", "what to call the other sampler in the report (default: its command's first word)")
 	fs.BoolVar(&f.quick, "quick", false, "a small matrix in under a minute: every env, --num-envs "+quickNumEnvs+", --workers 1, --repeats 3, short runs (flags given explicitly win)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usagef("unexpected argument %q", pos[0])
 	}
 	if f.quick {
 		set := map[string]bool{}

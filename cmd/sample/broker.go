@@ -20,12 +20,8 @@ func runBroker(args []string, stdout, stderr io.Writer) error {
 	store := fs.String("store", "nats-store", "directory of JetStream's files")
 	token := fs.String("token", "", "token every client must give")
 	maxPayload := fs.String("max-payload", "8MiB", "largest message (NATS's default is 1MiB; above 8MiB is not recommended)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
 	}
 	mp, err := parseSize(*maxPayload)
 	if err != nil || mp < 4096 || mp > math.MaxInt32 {

@@ -112,12 +112,8 @@ func parseDrainFlags(args []string, stdout io.Writer) (*drainFlags, error) {
 	fs.DurationVar(&f.ackWait, "ack-wait", 0, "how long the server waits for a delivered message's acknowledgement before it delivers it again, to another drain of the same --durable (0: 2 x --segment-time + 1m; set when the durable consumer is created)")
 	fs.Float64Var(&f.maxRate, "max-rate", 0, "take at most this many rows per second on average (0: as fast as it can), to leave a shared disk or link to others, or to try back-pressure")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON summary object")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usagef("unexpected argument %q", pos[0])
 	}
 	return f, f.check()
 }

@@ -144,6 +144,19 @@ func newFlags(name, args string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs parses args as parseFlags does, for a command that takes no positional
+// argument: one is a usage error.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
 // parseFlags parses args, flags may follow positional arguments. -h or --help prints the
 // usage and returns flag.ErrHelp (exit status 0); any other flag error becomes one usage
 // error line (see flagError).

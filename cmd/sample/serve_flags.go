@@ -54,12 +54,8 @@ func parseServeFlags(args []string, stdout io.Writer) (*serveFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the action sampling")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may take to finish")
 	f.guard.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usagef("unexpected argument %q", pos[0])
 	}
 	if err := f.maxModel.parse(); err != nil {
 		return nil, err

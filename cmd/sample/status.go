@@ -19,12 +19,8 @@ func runStatus(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusArgs, stdout)
 	n.register(fs)
 	jsonOut := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
 	}
 	if err := n.check(); err != nil {
 		return err

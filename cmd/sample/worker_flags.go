@@ -44,12 +44,8 @@ func parseWorkerFlags(args []string, stdout io.Writer) (*workerFlags, error) {
 	fs.IntVar(&s.FragmentLength, "fragment-length", 200, "steps per sub-environment in a sample batch")
 	fs.StringVar(&s.Device, "device", "cpu", "inference device: cpu, cuda[:N] or tensorrt[:N]")
 	fs.IntVar(&s.Threads, "threads", 1, "ONNX Runtime intra-op threads")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, err
-	}
-	if len(pos) > 0 {
-		return nil, usagef("unexpected argument %q", pos[0])
 	}
 	return f, f.check()
 }
