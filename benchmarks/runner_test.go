@@ -12,73 +12,29 @@ import (
 	"github.com/onnxrl/sampler/env/classic"
 	"github.com/onnxrl/sampler/envrunner"
 	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/internal/floor"
 	"github.com/onnxrl/sampler/models"
 )
 
 const runnerEnvs = 256
 
-// floor is the bare loop the runner is measured against: plain Go CartPoles, one ONNX Runtime
-// session bound once, argmax, no bookkeeping.
-type floor struct {
-	envs   []*classic.CartPole
-	sess   *inference.Session
-	obs    []float32
-	logits []float32
-	act    [1]float32
-	runT   time.Duration
-}
-
-func newFloor(tb testing.TB, p *models.Policy, n int) *floor {
-	f := &floor{}
-	sess, err := inference.NewSession(p.Model, inference.Options{Capacity: n, IntraOpThreads: 1, InterOpThreads: 1})
+// newFloor is the bare loop the runner is measured against (internal/floor): plain Go
+// CartPoles, one ONNX Runtime session bound once, argmax, no bookkeeping.
+func newFloor(tb testing.TB, p *models.Policy, n int) *floor.Floor {
+	f, err := floor.New("cartpole_mlp", p, n)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	if err := sess.SetBatch(n); err != nil {
-		tb.Fatal(err)
-	}
-	f.sess = sess
-	in, _ := sess.Input("obs")
-	out, _ := sess.Output("logits")
-	f.obs, f.logits = in.Float32(), out.Float32()
-	for i := range n {
-		c, err := classic.NewCartPole(nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := c.Reset(env.WithSeed(uint64(i)), f.obs[i*4:(i+1)*4]); err != nil {
-			tb.Fatal(err)
-		}
-		f.envs = append(f.envs, c)
 	}
 	return f
 }
 
-// step runs one batched step of every env; it returns the env steps taken.
-func (f *floor) step(tb testing.TB) int {
-	t := time.Now()
-	if err := f.sess.Run(); err != nil {
+// floorStep runs one batched step of every env of f; it returns the env steps taken.
+func floorStep(tb testing.TB, f *floor.Floor) int {
+	k, err := f.Step()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	f.runT += time.Since(t)
-	for i, c := range f.envs {
-		a := float32(0)
-		if f.logits[2*i+1] > f.logits[2*i] {
-			a = 1
-		}
-		f.act[0] = a
-		o := f.obs[i*4 : (i+1)*4]
-		res, err := c.Step(f.act[:], o)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if res.Terminated || res.Truncated {
-			if _, err := c.Reset(env.Seed{}, o); err != nil {
-				tb.Fatal(err)
-			}
-		}
-	}
-	return len(f.envs)
+	return k
 }
 
 func cartpoleEnv(tb testing.TB, n, first int) env.BaseEnv {
@@ -142,13 +98,13 @@ func BenchmarkRunner(b *testing.B) {
 			runtime.LockOSThread() // see the doc
 			defer runtime.UnlockOSThread()
 			f := newFloor(b, p, runnerEnvs)
-			defer f.sess.Close()
+			defer f.Close()
 			r := newRunner(b, p, runnerEnvs, 0, mode == "explore")
 			defer r.Close()
 			var dst envrunner.MultiAgentBatch
 			const round = 20
 			for range 30 { // warm up: buffers, pools and bindings reach their size
-				f.step(b)
+				floorStep(b, f)
 				runnerSteps(b, r, round, &dst)
 			}
 			var floorT, runT, floorCPU, runCPU time.Duration
@@ -159,7 +115,7 @@ func BenchmarkRunner(b *testing.B) {
 			for range b.N {
 				t0, cpu0 := time.Now(), cpuTime()
 				for range round {
-					floorSteps += f.step(b)
+					floorSteps += floorStep(b, f)
 				}
 				t1, c1 := time.Now(), cpuTime()
 				runnerSteps(b, r, round, &dst)
@@ -177,7 +133,7 @@ func BenchmarkRunner(b *testing.B) {
 			b.ReportMetric(rs/fs, "ratio")
 			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
 			b.ReportMetric(r.PerfStats().MeanInferenceMs*1e6/runnerEnvs, "runner-inference-ns/env-step")
-			b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
+			b.ReportMetric(f.InferenceTime.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
 		})
 	}
 }
@@ -341,7 +297,7 @@ func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
 	runtime.LockOSThread() // see BenchmarkRunner's doc
 	defer runtime.UnlockOSThread()
 	f := newFloor(b, p, envs)
-	defer f.sess.Close()
+	defer f.Close()
 	r := newSampleRunRunner(b, p, envs, mode == "explore")
 	defer r.Close()
 	const round = 400 // two fragments: both batches of the group's pool go round
@@ -369,20 +325,20 @@ func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
 	}
 	for range 3 { // warm up: buffers, pools and bindings reach their size
 		for range round {
-			f.step(b)
+			floorStep(b, f)
 		}
 		runRound()
 	}
 	var floorT, runT, floorCPU, runCPU time.Duration
 	var floorSteps int
 	c0, p0 := r.Counters(), r.PerfStats()
-	f.runT = 0
+	f.InferenceTime = 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		t0, cpu0 := time.Now(), cpuTime()
 		for range round {
-			floorSteps += f.step(b)
+			floorSteps += floorStep(b, f)
 		}
 		floorT += time.Since(t0)
 		floorCPU += cpuTime() - cpu0
@@ -406,7 +362,7 @@ func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
 	}
 	b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanSampleOutputMs }), "take-ns/env-step")
 	b.ReportMetric(phase(func(p envrunner.PerfStats) float64 { return p.MeanInferenceMs }), "run-inference-ns/env-step")
-	b.ReportMetric(f.runT.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
+	b.ReportMetric(f.InferenceTime.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
 	if rows == 0 || episodes == 0 {
 		b.Fatalf("%d rows built, %d episodes' metrics taken", rows, episodes)
 	}

@@ -1,6 +1,6 @@
-// Command floor is the least a sampler can do, as a command to run beside `sample run`: plain
-// Go CartPole-v1 environments (no interface, no VectorEnv), one ONNX Runtime session bound
-// once at the batch of all of them, argmax over the logits, nothing kept. It is the floor
+// Command floor is the least a sampler can do (package internal/floor), as a command to run
+// beside `sample run`: plain Go CartPole-v1 environments (no interface, no VectorEnv), one ONNX
+// Runtime session bound once at the batch of all of them, argmax over the logits, nothing kept. It is the floor
 // that scripts/bench_floor.sh measures `sample run --env CartPole-v1 --workers 1` against, with
 // the same model (the bundled cartpole_mlp by default), the same session options (the CPU
 // provider, one intra-op and one inter-op thread), environment i seeded with i as
@@ -18,16 +18,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"time"
 
-	"github.com/onnxrl/sampler/env"
-	"github.com/onnxrl/sampler/env/classic"
 	"github.com/onnxrl/sampler/inference"
+	"github.com/onnxrl/sampler/internal/floor"
 	"github.com/onnxrl/sampler/models"
 )
 
@@ -54,19 +52,20 @@ func run(model string, n int, steps int64, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	f, err := newFloor(model, p, n)
+	f, err := floor.New(model, p, n)
 	if err != nil {
 		return err
 	}
-	defer f.sess.Close()
+	defer f.Close()
 	runtime.LockOSThread() // as envrunner.Group locks a runner's goroutine
 	t0 := time.Now()
 	var done int64
 	for done < steps {
-		if err := f.step(); err != nil {
+		k, err := f.Step()
+		if err != nil {
 			return err
 		}
-		done += int64(n)
+		done += int64(k)
 	}
 	sec := time.Since(t0).Seconds()
 	if asJSON {
@@ -74,80 +73,5 @@ func run(model string, n int, steps int64, asJSON bool) error {
 			"num_env_steps_sampled_lifetime_throughput": float64(done) / sec})
 	}
 	fmt.Printf("%d env steps of %d CartPole-v1 in %.3f s: %.0f env steps/s\n", done, n, sec, float64(done)/sec)
-	return nil
-}
-
-// floor holds the environments and the session; obs and logits are the session's bound
-// input and output.
-type floor struct {
-	envs   []*classic.CartPole
-	sess   *inference.Session
-	obs    []float32
-	logits []float32
-	act    [1]float32
-}
-
-func newFloor(model string, p *models.Policy, n int) (*floor, error) {
-	obsName, actName := p.Spec.ObservationInput, p.Spec.ActionOutput
-	sess, err := inference.NewSession(p.Model, inference.Options{Device: "cpu", Capacity: n, IntraOpThreads: 1, InterOpThreads: 1})
-	if err != nil {
-		return nil, err
-	}
-	f := &floor{sess: sess}
-	if err := sess.SetBatch(n); err != nil {
-		sess.Close()
-		return nil, err
-	}
-	in, err1 := sess.Input(obsName)
-	out, err2 := sess.Output(actName)
-	if err := errors.Join(err1, err2); err != nil {
-		sess.Close()
-		return nil, err
-	}
-	f.obs, f.logits = in.Float32(), out.Float32()
-	if len(f.obs) != 4*n || len(f.logits) != 2*n {
-		sess.Close()
-		return nil, fmt.Errorf("model %s: input %q holds %d values and output %q %d at batch %d; want 4 and 2 a row (CartPole)",
-			model, obsName, len(f.obs), actName, len(f.logits), n)
-	}
-	for i := range n {
-		c, err := classic.NewCartPole(nil)
-		if err != nil {
-			sess.Close()
-			return nil, err
-		}
-		if _, err := c.Reset(env.WithSeed(uint64(i)), f.obs[i*4:(i+1)*4]); err != nil {
-			sess.Close()
-			return nil, err
-		}
-		f.envs = append(f.envs, c)
-	}
-	return f, nil
-}
-
-// step runs the model over every environment's observation and steps each with the argmax
-// of its logits, writing its next observation in place (the first of a new episode after an
-// end).
-func (f *floor) step() error {
-	if err := f.sess.Run(); err != nil {
-		return err
-	}
-	for i, c := range f.envs {
-		a := float32(0)
-		if f.logits[2*i+1] > f.logits[2*i] {
-			a = 1
-		}
-		f.act[0] = a
-		o := f.obs[i*4 : (i+1)*4]
-		res, err := c.Step(f.act[:], o)
-		if err != nil {
-			return err
-		}
-		if res.Terminated || res.Truncated {
-			if _, err := c.Reset(env.Seed{}, o); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"testing"
@@ -19,31 +19,34 @@ func TestFloorSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 8
-	f, err := newFloor("cartpole_mlp", p, n)
+	f, err := New("cartpole_mlp", p, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.sess.Close()
-	before := append([]float32(nil), f.obs...)
-	if err := f.step(); err != nil {
-		t.Fatal(err)
+	defer f.Close()
+	before := append([]float32(nil), f.Obs...)
+	if k, err := f.Step(); err != nil || k != n {
+		t.Fatalf("Step: %d env steps, %v; want %d", k, err, n)
 	}
 	for i := range n {
-		if f.obs[4*i] == before[4*i] && f.obs[4*i+2] == before[4*i+2] {
-			t.Errorf("environment %d did not move: %v", i, f.obs[4*i:4*i+4])
+		if f.Obs[4*i] == before[4*i] && f.Obs[4*i+2] == before[4*i+2] {
+			t.Errorf("environment %d did not move: %v", i, f.Obs[4*i:4*i+4])
 		}
 	}
 	for range 600 {
-		if err := f.step(); err != nil {
+		if _, err := f.Step(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i, c := range f.envs {
+	for i, c := range f.Envs {
 		if c.ElapsedSteps() > 500 {
 			t.Errorf("environment %d: %d steps in its episode, want an end and a reset within 500", i, c.ElapsedSteps())
 		}
 	}
-	if err := run("cartpole_mlp", 0, 10, false); err == nil {
-		t.Error("run with --num-envs 0: no error")
+	if f.InferenceTime <= 0 {
+		t.Errorf("InferenceTime %v after 601 steps", f.InferenceTime)
+	}
+	if _, err := New("cartpole_mlp", p, 0); err == nil {
+		t.Error("New with 0 environments: no error")
 	}
 }
