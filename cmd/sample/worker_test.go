@@ -46,7 +46,7 @@ func TestWorkerPolicyRollout(t *testing.T) {
 		if k == 0 {
 			args = append(args, "--metrics", "127.0.0.1:0")
 		}
-		cmds = append(cmds, startWorkerProcess(t, filepath.Join(dir, fmt.Sprintf("w%d.out", k)), args))
+		cmds = append(cmds, child(t, dir, fmt.Sprintf("w%d", k), args...)) // output in w0.out, w1.out
 	}
 	js := connectJS(t, b.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -247,28 +247,6 @@ func TestWorkerEpisodeWindow(t *testing.T) {
 	}
 }
 
-// connectJS connects to the NATS server at url (options added to the defaults) for the rest
-// of the test.
-// startWorkerProcess starts this test binary as `sample ARGS`, its output into the file out,
-// killed at the end of the test if it is still running.
-func startWorkerProcess(t *testing.T, out string, args []string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "SAMPLE_TEST_MAIN=1")
-	f, err := os.Create(out)
-	require.NoError(t, err)
-	t.Cleanup(func() { f.Close() })
-	cmd.Stdout, cmd.Stderr = f, f
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd
-}
-
 // waitWorkersOnVersion waits (10 s at most) until n samplers of run report batches with
 // policy version v, and returns how long that took.
 func waitWorkersOnVersion(t *testing.T, ctx context.Context, js jetstream.JetStream, run string, v uint64, n int) time.Duration {
@@ -314,6 +292,8 @@ func checkRolloutMetrics(t *testing.T, metrics string) {
 	t.Logf("worker w0: version 2 taken %.3f s after it was seen (download, check, session, next batch boundary)", secs)
 }
 
+// connectJS connects to the NATS server at url (options added to the defaults) for the rest
+// of the test.
 func connectJS(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url, opts...)
