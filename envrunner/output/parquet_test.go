@@ -12,9 +12,10 @@ import (
 )
 
 // writeRead writes the batches to a file of format f and reads them back.
-func writeRead(t *testing.T, path string, f Format, batches ...*envrunner.MultiAgentBatch) []*envrunner.MultiAgentBatch {
+// writeAll writes batches into a new file at path with opts and closes it.
+func writeAll(t *testing.T, path string, opts Options, batches ...*envrunner.MultiAgentBatch) {
 	t.Helper()
-	w, err := NewWriter(path, Options{Format: f, Metadata: map[string]string{"onnxrl.seed": "7"}})
+	w, err := NewWriter(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +27,11 @@ func writeRead(t *testing.T, path string, f Format, batches ...*envrunner.MultiA
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func writeRead(t *testing.T, path string, f Format, batches ...*envrunner.MultiAgentBatch) []*envrunner.MultiAgentBatch {
+	t.Helper()
+	writeAll(t, path, Options{Format: f, Metadata: map[string]string{"onnxrl.seed": "7"}}, batches...)
 	var got []*envrunner.MultiAgentBatch
 	if err := ReadFile(path, f, func(m *envrunner.MultiAgentBatch) error {
 		got = append(got, m)

@@ -190,16 +190,7 @@ func TestParquetManyPages(t *testing.T) {
 			b := wideBatch(rng, 7000, w[0], w[1])
 			*m.Policy("p0") = *b
 			*m.Policy("p1") = *b // the same columns: one file
-			w, err := NewWriter(path, Options{Compression: c, Metadata: Source{Env: "CartPole-v1", Seed: 3}.Metadata(), pageSize: 1 << 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Write(m); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeAll(t, path, Options{Compression: c, Metadata: Source{Env: "CartPole-v1", Seed: 3}.Metadata(), pageSize: 1 << 10}, m)
 			var got []*envrunner.MultiAgentBatch
 			if err := ReadParquet(path, func(g *envrunner.MultiAgentBatch) error { got = append(got, g); return nil }); err != nil {
 				t.Fatal(err)
@@ -260,16 +251,7 @@ func pageHeaders(t *testing.T, path string) map[string][]tValue {
 // version 2 page says which (is_compressed, field 7 of its header's field 8).
 func TestParquetIncompressiblePages(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.parquet")
-	w, err := NewWriter(path, Options{pageSize: 4 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(single(cartPoleBatch(rand.New(rand.NewPCG(7, 8)), 20000))); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeAll(t, path, Options{pageSize: 4 << 10}, single(cartPoleBatch(rand.New(rand.NewPCG(7, 8)), 20000)))
 	compressed := func(h tValue) bool {
 		v2 := h.field(8)
 		if v2 == nil {
@@ -315,16 +297,7 @@ func TestParquetStatistics(t *testing.T) {
 	*m.Policy("mlp") = *b
 	*m.Policy("amlp") = *cartPoleBatch(rng, 5000)
 	path := filepath.Join(t.TempDir(), "s.parquet")
-	w, err := NewWriter(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeAll(t, path, Options{}, m)
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		t.Fatal(err)
