@@ -11,7 +11,6 @@ import (
 	"github.com/onnxrl/sampler/envrunner"
 )
 
-// writeRead writes the batches to a file of format f and reads them back.
 // writeAll writes batches into a new file at path with opts and closes it.
 func writeAll(t *testing.T, path string, opts Options, batches ...*envrunner.MultiAgentBatch) {
 	t.Helper()
@@ -29,6 +28,7 @@ func writeAll(t *testing.T, path string, opts Options, batches ...*envrunner.Mul
 	}
 }
 
+// writeRead writes the batches to a file of format f and reads them back.
 func writeRead(t *testing.T, path string, f Format, batches ...*envrunner.MultiAgentBatch) []*envrunner.MultiAgentBatch {
 	t.Helper()
 	writeAll(t, path, Options{Format: f, Metadata: map[string]string{"onnxrl.seed": "7"}}, batches...)
