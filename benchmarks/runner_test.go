@@ -37,6 +37,18 @@ func floorStep(tb testing.TB, f *floor.Floor) int {
 	return k
 }
 
+// reportVsFloor reports the env steps/s of the floor and of what is measured against it
+// (NAME-steps/s), "ratio" (its env steps/s over the floor's: above 1 = faster than the floor)
+// and "cpu-ratio" (the same with CPU time).
+func reportVsFloor(b *testing.B, name string, steps, floorSteps int64, t, floorT, cpu, floorCPU time.Duration) {
+	fs := float64(floorSteps) / floorT.Seconds()
+	rs := float64(steps) / t.Seconds()
+	b.ReportMetric(fs, "floor-steps/s")
+	b.ReportMetric(rs, name+"-steps/s")
+	b.ReportMetric(rs/fs, "ratio")
+	b.ReportMetric((float64(steps)/cpu.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+}
+
 func cartpoleEnv(tb testing.TB, n, first int) env.BaseEnv {
 	v, err := env.NewVectorEnv(func(int) (env.Env, error) { return classic.NewCartPole(nil) }, n)
 	if err != nil {
@@ -126,12 +138,7 @@ func BenchmarkRunner(b *testing.B) {
 			}
 			b.StopTimer()
 			runSteps := r.Counters().EnvSteps - c0.EnvSteps
-			fs := float64(floorSteps) / floorT.Seconds()
-			rs := float64(runSteps) / runT.Seconds()
-			b.ReportMetric(fs, "floor-steps/s")
-			b.ReportMetric(rs, "runner-steps/s")
-			b.ReportMetric(rs/fs, "ratio")
-			b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+			reportVsFloor(b, "runner", runSteps, int64(floorSteps), runT, floorT, runCPU, floorCPU)
 			b.ReportMetric(r.PerfStats().MeanInferenceMs*1e6/runnerEnvs, "runner-inference-ns/env-step")
 			b.ReportMetric(f.InferenceTime.Seconds()*1e9/float64(floorSteps), "floor-inference-ns/env-step")
 		})
@@ -348,12 +355,7 @@ func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
 	}
 	b.StopTimer()
 	runSteps := r.Counters().EnvSteps - c0.EnvSteps
-	fs := float64(floorSteps) / floorT.Seconds()
-	rs := float64(runSteps) / runT.Seconds()
-	b.ReportMetric(fs, "floor-steps/s")
-	b.ReportMetric(rs, "run-steps/s")
-	b.ReportMetric(rs/fs, "ratio")
-	b.ReportMetric((float64(runSteps)/runCPU.Seconds())/(float64(floorSteps)/floorCPU.Seconds()), "cpu-ratio")
+	reportVsFloor(b, "run", runSteps, int64(floorSteps), runT, floorT, runCPU, floorCPU)
 	// The runner's phases over the timed rounds: PerfStats are means over its steps.
 	c1, p1 := r.Counters(), r.PerfStats()
 	phase := func(ms func(envrunner.PerfStats) float64) float64 {
