@@ -3,6 +3,7 @@ package env
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -74,6 +75,7 @@ type RemoteVectorEnv struct {
 	tbl      table
 	cmds     []chan remoteCmd
 	done     chan int
+	ready    []int // the indices one Poll received from done, collected in index order
 	timer    *time.Timer
 	inFlight int
 	errs     []error
@@ -121,7 +123,7 @@ func NewRemoteVectorEnv(make func(index int) (any, error), opts RemoteVectorEnvO
 	}
 	opts.NumEnvs = n
 	r := &RemoteVectorEnv{opts: opts, slots: newSlice[*slot](n), tbl: newTable(n),
-		cmds: newSlice[chan remoteCmd](n), done: newChan[int](n),
+		cmds: newSlice[chan remoteCmd](n), done: newChan[int](n), ready: newSlice[int](n)[:0],
 		exits: newChan[int](n), ended: newSlice[bool](n), abandoned: newSlice[bool](n)}
 	for i := range n {
 		if r.slots[i], err = newSlot(i, n, make, opts.BaseEnvOptions, nil); err != nil {
@@ -173,9 +175,15 @@ func (r *RemoteVectorEnv) send(i int, c remoteCmd) {
 	r.cmds[i] <- c
 }
 
+// take receives the index of sub-environment i from done: no longer in flight, collected at
+// the end of the Poll.
+func (r *RemoteVectorEnv) take(i int) {
+	r.inFlight--
+	r.ready = append(r.ready, i)
+}
+
 // collect turns the result of sub-environment i into Batch entries.
 func (r *RemoteVectorEnv) collect(i int, dst *Batch) {
-	r.inFlight--
 	s := r.slots[i]
 	switch {
 	case s.fault == nil:
@@ -206,42 +214,50 @@ func (r *RemoteVectorEnv) Poll(dst *Batch) error {
 	if r.inFlight == 0 {
 		return r.nothingInFlight()
 	}
+	r.ready = r.ready[:0]
 	switch w := r.opts.BatchWait; {
 	case w < 0:
 		for r.inFlight > 0 {
-			r.collect(<-r.done, dst)
+			r.take(<-r.done)
 		}
 	case w == 0:
-		r.collect(<-r.done, dst)
-		r.collectReady(dst)
+		r.take(<-r.done)
+		r.takeReady()
 	default:
-		r.collectWindow(w, dst)
+		r.takeWindow(w)
+	}
+	// In the order of the sub-environments, not of their goroutines' finishing: what one
+	// Poll returns is then reported the same way in every run, so that with WaitAll (every
+	// sub-environment in each Poll) a seed gives the same batches, as a VectorEnv's does.
+	slices.Sort(r.ready)
+	for _, i := range r.ready {
+		r.collect(i, dst)
 	}
 	return takeErrs(&r.errs)
 }
 
-// collectReady collects every result that is ready now, without waiting.
-func (r *RemoteVectorEnv) collectReady(dst *Batch) {
+// takeReady takes every result that is ready now, without waiting.
+func (r *RemoteVectorEnv) takeReady() {
 	for r.inFlight > 0 {
 		select {
 		case i := <-r.done:
-			r.collect(i, dst)
+			r.take(i)
 		default:
 			return
 		}
 	}
 }
 
-// collectWindow is RLlib's poll loop: ray.wait(pending, num_returns=len(pending),
+// takeWindow is RLlib's poll loop: ray.wait(pending, num_returns=len(pending),
 // timeout=w), repeated while it returns nothing.
-func (r *RemoteVectorEnv) collectWindow(w time.Duration, dst *Batch) {
+func (r *RemoteVectorEnv) takeWindow(w time.Duration) {
 	got := 0
 	r.timer.Reset(w)
 	defer r.timer.Stop() // no stale tick is received after Stop (Go 1.23 timers)
 	for r.inFlight > 0 {
 		select {
 		case i := <-r.done:
-			r.collect(i, dst)
+			r.take(i)
 			got++
 		case <-r.timer.C:
 			if got > 0 {

@@ -88,6 +88,29 @@ func TestRemoteVectorEnvWaitAll(t *testing.T) {
 	}
 }
 
+// TestRemoteVectorEnvPollOrder: a Poll reports its sub-environments in index order, whatever
+// order their goroutines finish in (here the last finishes first), so that WaitAll gives the
+// same batches in every run.
+func TestRemoteVectorEnvPollOrder(t *testing.T) {
+	const n = 4
+	r, err := NewRemoteVectorEnv(func(i int) (any, error) {
+		return NewRandomEnv(RandomEnvConfig{EpisodeLen: 5, RewardIsStep: true, StepDelay: time.Duration(n-i) * 2 * time.Millisecond})
+	}, RemoteVectorEnvOptions{BaseEnvOptions: BaseEnvOptions{NumEnvs: n}, BatchWait: WaitAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	d := newDriver(t, r, n)
+	for range 20 {
+		d.round()
+		for k := 1; k < len(d.batch.Envs); k++ {
+			if a, b := d.batch.Envs[k-1].Env, d.batch.Envs[k].Env; a >= b {
+				t.Fatalf("Poll reported sub-environment %d before %d: want index order", a, b)
+			}
+		}
+	}
+}
+
 func TestRemoteVectorEnvProtocol(t *testing.T) {
 	before := runtime.NumGoroutine()
 	r, err := NewRemoteVectorEnv(func(i int) (any, error) {

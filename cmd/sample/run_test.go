@@ -139,7 +139,8 @@ func TestRunOutputNothingLost(t *testing.T) {
 }
 
 // TestRunDeterministic checks that the same seed and configuration give a byte-identical
-// sample file (several workers included), and another seed another file.
+// sample file (several workers included, and --remote with --remote-wait all), and another
+// seed another file.
 func TestRunDeterministic(t *testing.T) {
 	needRuntime(t)
 	dir := t.TempDir()
@@ -157,8 +158,10 @@ func TestRunDeterministic(t *testing.T) {
 	c := file("c.jsonl", "12")
 	assert.False(t, bytes.Equal(a, c), "different seeds, same sample file")
 
-	// A recurrent policy and a random one too.
-	for _, args := range [][]string{{"--env", "StatelessCartPole"}, {"--env", "Pendulum-v1", "--model", "random"}} {
+	// A recurrent policy, a random one, and sub-environments on their own goroutines polled
+	// all together (their steps finish in any order).
+	for _, args := range [][]string{{"--env", "StatelessCartPole"}, {"--env", "Pendulum-v1", "--model", "random"},
+		{"--env", "MultiAgentCartPole", "--remote", "--remote-wait", "all"}} {
 		p1, p2 := filepath.Join(dir, "r1.jsonl"), filepath.Join(dir, "r2.jsonl")
 		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p1, "--overwrite")...)
 		runJSON(t, append(args, "--num-envs", "3", "--steps", "1500", "--seed", "4", "--out", p2, "--overwrite")...)
