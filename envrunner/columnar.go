@@ -18,10 +18,11 @@ type columnProtocol struct {
 	// fastOK: rows may take addColumns' fast path at all, decided once: it skips
 	// OnEpisodeStep, so a runner with that callback takes every row through observe.
 	fastOK bool
-	// deferred[e]: sub-environment e's record has a trajectory row waiting in its policy's
-	// defRows (inferRun wrote it there); ndefer counts them.
-	deferred []bool
-	ndefer   int
+	// pend[e]: the number of sub-environment e's record's trajectory rows that wait in its
+	// policy's defRows (inferRun wrote them there), its last pend[e] rows, in the last pend[e]
+	// blocks; ndefer counts the sub-environments with some.
+	pend   []int32
+	ndefer int
 }
 
 // newColumnProtocol returns the columnar protocol for r's environment, or nil when it does
@@ -42,7 +43,7 @@ func newColumnProtocol(r *Runner) *columnProtocol {
 		}
 	}
 	return &columnProtocol{r: r, ce: ce, cols: c, recs: make([]*agentRec, len(c.Results)), fastOK: !r.mode.stepCB,
-		deferred: make([]bool, len(c.Results))}
+		pend: make([]int32, len(c.Results))}
 }
 
 func (c *columnProtocol) poll() error {
@@ -106,38 +107,49 @@ func (c *columnProtocol) withdraw(p *policy) {
 }
 
 // A step's inferRun over a policy of at least deferEnvs rows (decided in New) writes its rows
-// (observation and model outputs) into the policy's defRows, in order, rather than into each
-// agent's trajectory after the model's run: the agents' records and trajectories, visited by
-// addColumns just before the run, would be visited a second time after it, and at thousands
-// of sub-environments the run pushes them out of the cache in between. The next visit of each record takes its row in (takeDeferred:
-// addColumns, before the transition completes), and settle takes in what is left before
-// anything else reads a trajectory (Take, a step's faults) and at the end of takeReady: no
-// row waits beyond the next step's rows.
+// (observation and model outputs) into the next block of the policy's defRows, in order,
+// rather than into each agent's trajectory: at thousands of sub-environments a step's row of
+// every record is a store to thousands of places, each out of the cache (and of the TLB's
+// pages), where the block is one run of memory. The rows stay there, each sub-environment's
+// in the last pend[e] blocks, while its agent takes the fast path; its record takes them in
+// (takeIn) before its trajectory is read or written otherwise: at addColumn, before a step
+// whose rows go straight into the records (inferRows), when defRows is full, and for every
+// record (settle) before Take, a step's faults, and a step in which some sub-environment was
+// not ready (its block would lack its row).
 
 // deferEnvs is the fewest sub-environments (the policy's session capacity) for which inferRun
-// defers its rows. `sample run --explore=false`, CPU time for the same steps, deferred against
-// written at once: 4096 sub-environments 2.573 s against 2.640 s (8M steps), 256 1.542 s
-// against 1.504 s (5M steps), means of 3 and 5 alternations: at 256 the records stay in the
-// cache through the run, and the copy through defRows costs more than it saves.
+// defers its rows.
 var deferEnvs = 2048 // a variable for the tests (SetDeferEnvs)
 
-// takeDeferred appends sub-environment e's deferred row to the trajectory of a, its record
-// (small enough to inline into addColumns' loop).
-func (c *columnProtocol) takeDeferred(a *agentRec, e env.EnvID) {
-	c.deferred[e] = false
+// deferBytes bounds a policy's defRows: as many blocks as fit, at most a fragment's steps.
+var deferBytes = 64 << 20 // a variable for the tests (SetDeferEnvs)
+
+// takeIn appends the rows of sub-environment e that wait in defRows to the trajectory of its
+// record, in order.
+func (c *columnProtocol) takeIn(e env.EnvID) {
+	a, k := c.recs[e], int(c.pend[e])
+	c.pend[e] = 0
 	c.ndefer--
-	if a.collect {
-		a.appendRow(a.pol.deferredRow(e))
+	if !a.collect {
+		return
+	}
+	p := a.pol
+	s := p.lay.stride
+	for b := p.defBlocks - k; b < p.defBlocks; b++ {
+		a.appendRow(p.deferredRow(b, e)[:s])
 		c.r.recorded(a)
 	}
 }
 
-// settle takes every deferred row into its record.
+// settle takes every waiting row into its record; defRows starts over.
 func (c *columnProtocol) settle() {
-	for e := 0; c.ndefer > 0 && e < len(c.deferred); e++ {
-		if c.deferred[e] {
-			c.takeDeferred(c.recs[e], e)
+	for e := 0; c.ndefer > 0 && e < len(c.pend); e++ {
+		if c.pend[e] > 0 {
+			c.takeIn(e)
 		}
+	}
+	for _, p := range c.r.policies {
+		p.defBlocks = 0
 	}
 }
 
@@ -169,7 +181,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	recs, res, reset := c.recs, c.cols.Results, c.cols.Reset
 	// Counters and the policy's row list are kept in locals through the loop (an increment
 	// in memory per row would chain each row's store to the next row's load).
-	steps, taken := 0, 0
+	steps := 0
 	var p *policy
 	var infer []row
 	// A step that may fill the fragment takes every row through observe, which notes where
@@ -177,14 +189,6 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	slow := !c.fastOK || (r.mode.exact && r.frag.sinceCutEnv+r.step.counted+len(ready) > r.mode.target)
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
-		if c.deferred[e] { // takeDeferred, inline
-			c.deferred[e] = false
-			taken++
-			if a.collect {
-				a.appendRow(a.pol.deferredRow(e))
-				r.recorded(a)
-			}
-		}
 		if slow || !c.fast(a, e) || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
 			if p != nil { // addColumn appends to the lists too
 				p.infer, p = infer, nil
@@ -196,13 +200,17 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 		// flags 0: not done). The agent stays pending: the row gets its action in this step.
 		a.ep.Length++
 		steps++
-		a.complete(rs.Reward, 0)
 		if a.pol != p {
 			if p != nil {
 				p.infer = infer
 			}
 			p = a.pol
 			infer = p.infer
+		}
+		if k := c.pend[e]; k > 0 { // the pending action's row waits in the last block
+			a.completeIn(p.deferredRow(p.defBlocks-1, int(e)), rs.Reward, 0)
+		} else {
+			a.complete(rs.Reward, 0)
 		}
 		// The row extends the policy's column run where it can (no row of its own).
 		if run := &p.run; len(infer) == 0 && (run.n == 0 || run.first+run.n == e) {
@@ -217,8 +225,9 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	if p != nil {
 		p.infer = infer
 	}
-	c.ndefer -= taken
-	c.settle() // rows of sub-environments that were not ready
+	if c.ndefer > 0 && len(ready) < len(recs) {
+		c.settle() // a sub-environment that was not ready gets no row in the next block
+	}
 	r.count.agentSteps += int64(steps)
 	r.frag.sinceCutAgent += steps
 	r.step.stepped += steps
@@ -229,6 +238,9 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 // a polled status and agent.
 func (c *columnProtocol) addColumn(e env.EnvID) {
 	r := c.r
+	if c.pend[e] > 0 {
+		c.takeIn(e)
+	}
 	res := &c.cols.Results[e]
 	ep := r.episodeAt(e)
 	if c.cols.Reset[e] {

@@ -140,7 +140,11 @@ func TestColumnarMatchesPollSend(t *testing.T) {
 		}
 		if c.model != "" { // the column run's rows deferred, as at thousands of sub-environments
 			t.Run(c.name+"/deferred", func(t *testing.T) {
-				defer envrunner.SetDeferEnvs(1)()
+				defer envrunner.SetDeferEnvs(1, 64<<20)()
+				testColumnarMatches(t, c, false)
+			})
+			t.Run(c.name+"/deferred_one_block", func(t *testing.T) { // defRows full at every step
+				defer envrunner.SetDeferEnvs(1, 1)()
 				testColumnarMatches(t, c, false)
 			})
 		}

@@ -336,11 +336,16 @@ func (a *agentRec) addReward(reward float64) {
 // (the pending action's) becomes a complete transition. The caller has taken the agent off
 // pending and counted the step for the runner (stepDone, or addColumns inline).
 func (a *agentRec) complete(reward float64, flags uint8) {
+	a.completeIn(a.tr[a.n*a.pol.lay.stride:], reward, flags)
+}
+
+// completeIn is complete for a record whose row n is row (and what follows it), wherever the
+// protocol keeps it (columnProtocol.pend: in its policy's defRows).
+func (a *agentRec) completeIn(row []float32, reward float64, flags uint8) {
 	a.addReward(reward)
 	a.steps++
 	if a.collect {
-		l := &a.pol.lay
-		a.tr[a.n*l.stride+l.rew] = float32(reward)
+		row[a.pol.lay.rew] = float32(reward)
 		a.end = flags
 		a.n++
 	}

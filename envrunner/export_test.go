@@ -1,9 +1,10 @@
 package envrunner
 
 // SetDeferEnvs sets the fewest sub-environments for which inferRun defers its rows
-// (deferEnvs) for a test, and returns what restores it: the tests' runners are small.
-func SetDeferEnvs(n int) (restore func()) {
-	old := deferEnvs
-	deferEnvs = n
-	return func() { deferEnvs = old }
+// (deferEnvs) and the bytes of a policy's defRows (deferBytes; 1 holds one block, which
+// fills every step) for a test, and returns what restores them: the tests' runners are small.
+func SetDeferEnvs(n, bytes int) (restore func()) {
+	oldN, oldBytes := deferEnvs, deferBytes
+	deferEnvs, deferBytes = n, bytes
+	return func() { deferEnvs, deferBytes = oldN, oldBytes }
 }

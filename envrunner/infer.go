@@ -56,13 +56,17 @@ func (r *Runner) pickAct(p *policy, col *columnProtocol) func(*policy) {
 		return r.randomRows
 	case col != nil && p.copies && p.conn.State == nil && !p.records:
 		if r.mode.collect && p.cap >= deferEnvs {
-			p.defRows = make([]float32, p.cap*p.lay.stride)
+			p.defEnvs = len(col.recs)
+			block := p.defEnvs * p.lay.stride
+			p.defMax = max(1, min(r.cfg.FragmentLength+1, deferBytes/4/block))
+			p.defRows = make([]float32, p.defMax*block)
 		}
 		return func(p *policy) {
 			if p.run.n > 0 && len(p.infer) == 0 && p.run.n <= p.cap {
 				col.inferRun(p)
 				return
 			}
+			col.settle() // the rows go straight into the records, after those waiting
 			col.expandRun(p)
 			r.inferRows(p)
 		}
@@ -256,8 +260,8 @@ func (c *columnProtocol) inferRun(p *policy) {
 	c.sent += m
 	if r.mode.collect {
 		// Each row, its observation and outputs as record and output write them, goes to
-		// its record's trajectory, or where the policy defers its rows, to defRows, for
-		// its record to take in at its next visit (see takeDeferred).
+		// its record's trajectory, or where the policy defers its rows, to the next block
+		// of defRows, for its record to take in later (see pend).
 		var vals []float32
 		if p.hasValue {
 			vals = p.valueT.Float32()
@@ -273,17 +277,22 @@ func (c *columnProtocol) inferRun(p *policy) {
 				}
 			}
 		} else {
-			rows := p.defRows[:m*s]
+			if p.defBlocks == p.defMax {
+				c.settle() // defRows is full
+			}
+			rows := p.deferredRow(p.defBlocks, k)[:m*s]
+			p.defBlocks++
 			for j := range m {
 				tr := rows[j*s : (j+1)*s]
 				put(tr, in[j*w:(j+1)*w])
 				l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
 			}
-			p.defFirst = k
-			for e := range c.deferred[k : k+m] {
-				c.deferred[k+e] = true
+			for j, n := range c.pend[k : k+m] {
+				if n == 0 {
+					c.ndefer++
+				}
+				c.pend[k+j] = n + 1
 			}
-			c.ndefer += m
 		}
 	}
 	r.perf.add(phAction, time.Since(t2))

@@ -76,10 +76,12 @@ type policy struct {
 	hasValue   bool
 	copies     bool // the agent connectors copy the raw observation as it is
 	records    bool // an agent connector keeps past actions
-	// defRows holds the trajectory rows of the policy's last inferRun (row j: sub-environment
-	// defFirst+j), until its records take them in (columnProtocol.deferred).
-	defRows  []float32
-	defFirst int
+	// defRows holds the trajectory rows inferRun wrote for its records to take in later
+	// (columnProtocol.pend), time-major: defBlocks blocks (of defMax), one a step, each with a
+	// row per sub-environment (defEnvs of them; see deferredRow). Nil where the policy's rows
+	// go straight into its records.
+	defRows                    []float32
+	defEnvs, defBlocks, defMax int
 
 	// chooseActions computes the actions of the step's rows (infer and run), chosen in New (pickAct).
 	chooseActions func(p *policy)
@@ -229,10 +231,9 @@ func (p *policy) slot() int {
 
 func (p *policy) release(s int) { p.free = append(p.free, s) }
 
-// deferredRow returns sub-environment e's row of defRows.
-func (p *policy) deferredRow(e int) []float32 {
-	s := p.lay.stride
-	return p.defRows[(e-p.defFirst)*s : (e-p.defFirst+1)*s]
+// deferredRow returns sub-environment e's row of block b of defRows, and what follows it.
+func (p *policy) deferredRow(b, e int) []float32 {
+	return p.defRows[(b*p.defEnvs+e)*p.lay.stride:]
 }
 
 // newRec takes an agent record from the pool.

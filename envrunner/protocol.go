@@ -32,7 +32,7 @@ type envProtocol interface {
 	// failed).
 	withdraw(p *policy)
 	// settle puts every trajectory row the protocol holds for its records into them
-	// (columnProtocol.deferred), before anything else reads or drops a trajectory.
+	// (columnProtocol.pend), before anything else reads or drops a trajectory.
 	settle()
 	// inColumns answers where agent a's last observation, info, reward and action live:
 	// the environment's columns it returns (row a.envID), or the record (nil).
