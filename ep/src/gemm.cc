@@ -80,7 +80,7 @@ struct Src {
 // row): x points at the tile's first row, w at its first panel (panels pstride floats apart),
 // bias at the panel's padded bias; ncols of the NV * 16 columns are stored (the rest are the
 // last panel's padding).
-template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
+template <typename V, int A, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Tile(const Src& x, int64_t K, const float* w, int64_t pstride, const float* bias,
                                const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   constexpr int L = Lanes<V>, C = kPanel / L;
@@ -108,15 +108,17 @@ ONNXRL_ALWAYS_INLINE void Tile(const Src& x, int64_t K, const float* w, int64_t 
   };
   part(x.x, x.lda, 0, x.K1);
   if (K > x.K1) part(x.x2, x.lda2, x.K1, K - x.K1);
-  Activate(acc, MR * NC, e);
+  Activate<A>(acc, MR * NC, e);
   if (ncols == NV * kPanel) {
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 8
       for (int c = 0; c < NC; c++) Store<V>(out + r * ldo + c * L, acc[r * NC + c]);
   } else {
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
       float row[NV * kPanel];
+#pragma GCC unroll 8
       for (int c = 0; c < NC; c++) Store<V>(row + c * L, acc[r * NC + c]);
       std::memcpy(out + r * ldo, row, ncols * sizeof(float));
     }
@@ -149,21 +151,22 @@ ONNXRL_ALWAYS_INLINE void ForTiles(int64_t M, F&& tile) {
 }
 
 // Rows runs Tile over M rows for one group of NV panels (or NC vectors of the first panel).
-template <typename V, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
+template <typename V, int A, int MR, int NV, int NC = NV * (kPanel / Lanes<V>)>
 ONNXRL_ALWAYS_INLINE void Rows(const Src& x, int64_t M, int64_t K, const float* w, int64_t pstride,
                                const float* bias, const Epilogue& e, float* out, int64_t ldo, int64_t ncols) {
   ForTiles<MR>(M, [&](auto r, int64_t m) ONNXRL_INLINE_LAMBDA {
-    Tile<V, decltype(r)::value, NV, NC>(x.At(m), K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
+    Tile<V, A, decltype(r)::value, NV, NC>(x.At(m), K, w, pstride, bias, e, out + m * ldo, ldo, ncols);
   });
 }
 
 // Blocked walks M in blocks whose rows of x stay in L2 (about 128 KiB), and within a block the
-// panels in groups of NV, so that each group of panels stays in L1 while the block's rows pass.
-// A last panel of at most 8 columns (a policy's logits and value heads) runs as 8-float
-// vectors VH, half the multiply-adds of a whole panel.
-template <typename V, int MR, int NV, typename VH>
-ONNXRL_ALWAYS_INLINE void Blocked(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
-                                  const Epilogue& e, float* out, int64_t ldo) {
+// panels in groups of R::kNV, so that each group of panels stays in L1 while the block's rows
+// pass. A last panel of at most 8 columns (a policy's logits and value heads) runs as 8-float
+// vectors (R::Half), half the multiply-adds of a whole panel.
+template <typename R>
+void Blocked(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e, float* out,
+             int64_t ldo) {
+  constexpr int MR = R::kMR, NV = R::kNV;
   const int64_t K = w.K, pstride = K * kPanel;
   const int64_t p0 = n0 / kPanel, p1 = (n1 + kPanel - 1) / kPanel;
   int64_t mb = std::max<int64_t>(MR, (int64_t{32768} / std::max<int64_t>(K, 1)) / MR * MR);
@@ -174,19 +177,86 @@ ONNXRL_ALWAYS_INLINE void Blocked(const Src& x, int64_t M, const PackedWeights& 
     int64_t p = p0;
     for (; p + NV <= p1; p += NV) {
       int64_t ncols = std::min(n1, (p + NV) * kPanel) - p * kPanel;
-      Rows<V, MR, NV>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
+      R::Full(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
     }
     for (; p < p1; p++) {
       int64_t ncols = std::min(n1, (p + 1) * kPanel) - p * kPanel;
       if (ncols * 2 <= kPanel) {
-        Rows<VH, MR, 1, kPanel / 2 / Lanes<VH>>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e,
-                                                ob + (p * kPanel - n0), ldo, ncols);
+        R::Half(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
       } else {
-        Rows<V, MR, 1>(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
+        R::One(xb, rows, K, w.panel(p), pstride, w.bias() + p * kPanel, e, ob + (p * kPanel - n0), ldo, ncols);
       }
     }
   }
 }
+
+// ByAct runs Blocked with the row loops R<A> compiled for e's activation where it is one that
+// policies fuse into their layers (none, ReLU, Tanh), else for any activation (a switch per
+// tile, kAnyAct). With the activation known, a tile's sums stay in registers through it; with
+// the switch over every activation in the tile they went to the stack and back around it.
+template <template <int> class R>
+void ByAct(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e, float* out,
+           int64_t ldo) {
+  switch (e.act) {
+    case kActNone:
+      return Blocked<R<kActNone>>(x, M, w, n0, n1, e, out, ldo);
+    case kActRelu:
+      return Blocked<R<kActRelu>>(x, M, w, n0, n1, e, out, ldo);
+    case kActTanh:
+      return Blocked<R<kActTanh>>(x, M, w, n0, n1, e, out, ldo);
+    default:
+      return Blocked<R<kAnyAct>>(x, M, w, n0, n1, e, out, ldo);
+  }
+}
+
+// The row loops' parameters and arguments (Rows).
+#define ONNXRL_ROWS_PARAMS                                                                                    \
+  const Src &x, int64_t M, int64_t K, const float *w, int64_t pstride, const float *bias, const Epilogue &e, \
+      float *out, int64_t ldo, int64_t ncols
+#define ONNXRL_ROWS_ARGS x, M, K, w, pstride, bias, e, out, ldo, ncols
+
+// Each instruction set's row loops for activation A: MR rows by NV whole panels (Full), one
+// panel (One) and half a panel (Half), each its own function. Inlined all into one function per
+// instruction set, as they were, GCC's register allocation of the K loop is at the mercy of the
+// rest: with the activations compiled apart in one function it kept half the sums on the stack
+// and the narrow MLP's layers took twice as long (ep/bench/mlp_layers.cc).
+template <int A>
+struct RowsPortable {
+  static constexpr int kMR = 3, kNV = 1;
+  __attribute__((noinline)) static void Full(ONNXRL_ROWS_PARAMS) { Rows<V4, A, 3, 1>(ONNXRL_ROWS_ARGS); }
+  static void One(ONNXRL_ROWS_PARAMS) { Full(ONNXRL_ROWS_ARGS); }
+  __attribute__((noinline)) static void Half(ONNXRL_ROWS_PARAMS) {
+    Rows<V4, A, 3, 1, kPanel / 2 / Lanes<V4>>(ONNXRL_ROWS_ARGS);
+  }
+};
+#if defined(ONNXRL_X86_ISAS)
+template <int A>
+struct RowsAvx2 {
+  static constexpr int kMR = 6, kNV = 1;
+  ONNXRL_TARGET_AVX2 __attribute__((noinline)) static void Full(ONNXRL_ROWS_PARAMS) {
+    Rows<V8, A, 6, 1>(ONNXRL_ROWS_ARGS);
+  }
+  static void One(ONNXRL_ROWS_PARAMS) { Full(ONNXRL_ROWS_ARGS); }
+  ONNXRL_TARGET_AVX2 __attribute__((noinline)) static void Half(ONNXRL_ROWS_PARAMS) {
+    Rows<V8, A, 6, 1, 1>(ONNXRL_ROWS_ARGS);
+  }
+};
+template <int A>
+struct RowsAvx512 {
+  static constexpr int kMR = 8, kNV = 2;
+  ONNXRL_TARGET_AVX512 __attribute__((noinline)) static void Full(ONNXRL_ROWS_PARAMS) {
+    Rows<V16, A, 8, 2>(ONNXRL_ROWS_ARGS);
+  }
+  ONNXRL_TARGET_AVX512 __attribute__((noinline)) static void One(ONNXRL_ROWS_PARAMS) {
+    Rows<V16, A, 8, 1>(ONNXRL_ROWS_ARGS);
+  }
+  ONNXRL_TARGET_AVX512 __attribute__((noinline)) static void Half(ONNXRL_ROWS_PARAMS) {
+    Rows<V8, A, 8, 1, 1>(ONNXRL_ROWS_ARGS);
+  }
+};
+#endif
+#undef ONNXRL_ROWS_PARAMS
+#undef ONNXRL_ROWS_ARGS
 
 // Span applies e's activation to n floats: vectors of 4 V at a time, then single V, then
 // the scalar rest.
@@ -210,25 +280,13 @@ ONNXRL_ALWAYS_INLINE void Span(const Epilogue& e, const float* in, float* out, i
   for (; i < n; i++) out[i] = ApplyAct(e.act, in[i], e.a, e.b);
 }
 
-void GemmPortable(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
-                  float* out, int64_t ldo) {
-  Blocked<V4, 3, 1, V4>(x, M, w, n0, n1, e, out, ldo);
-}
 void SpanPortable(const Epilogue& e, const float* in, float* out, int64_t n) { Span<V4>(e, in, out, n); }
 
 #if defined(ONNXRL_X86_ISAS)
-ONNXRL_TARGET_AVX2 void GemmAvx2(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
-                                 const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V8, 6, 1, V8>(x, M, w, n0, n1, e, out, ldo);
-}
 ONNXRL_TARGET_AVX2 void SpanAvx2(const Epilogue& e, const float* in, float* out, int64_t n) {
   Span<V8>(e, in, out, n);
 }
 
-ONNXRL_TARGET_AVX512 void GemmAvx512(const Src& x, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1,
-                                     const Epilogue& e, float* out, int64_t ldo) {
-  Blocked<V16, 8, 2, V8>(x, M, w, n0, n1, e, out, ldo);
-}
 ONNXRL_TARGET_AVX512 void SpanAvx512(const Epilogue& e, const float* in,
                                                                              float* out, int64_t n) {
   Span<V16>(e, in, out, n);
@@ -244,12 +302,12 @@ void GemmStacked(const float* x1, int64_t lda1, int64_t K1, const float* x2, int
   switch (ChosenIsa()) {
 #if defined(ONNXRL_X86_ISAS)
     case IsaLevel::kAvx512:
-      return GemmAvx512(x, M, w, n0, n1, e, out, ldo);
+      return ByAct<RowsAvx512>(x, M, w, n0, n1, e, out, ldo);
     case IsaLevel::kAvx2:
-      return GemmAvx2(x, M, w, n0, n1, e, out, ldo);
+      return ByAct<RowsAvx2>(x, M, w, n0, n1, e, out, ldo);
 #endif
     default:
-      return GemmPortable(x, M, w, n0, n1, e, out, ldo);
+      return ByAct<RowsPortable>(x, M, w, n0, n1, e, out, ldo);
   }
 }
 

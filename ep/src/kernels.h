@@ -48,6 +48,18 @@ enum Act : int32_t {
 // Binary elementwise ops.
 enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv, kBinPow };
 
+// SymClamp<T>::Of(x, lim): x clamped to [-lim, lim] by two ternaries, each keeping x when its
+// comparison is false, so that a NaN passes through. GCC compiles them on vectors as a compare
+// and a blend each; the host backend specializes this for its AVX2 and AVX-512 vectors
+// (simd.h) as one max and one min instruction with the same result for every input.
+template <typename T>
+struct SymClamp {
+  static ONNXRL_HD ONNXRL_FORCE_INLINE T Of(T x, float lim) {
+    T c = x < -lim ? -lim : x;
+    return c > lim ? lim : c;
+  }
+};
+
 // Tanh: a rational approximation, odd numerator of degree 13 over an even denominator of
 // degree 6, a few ulp from the exact value (ep/tests/kernels_test.cc), on x clamped to
 // [-7.92354107, 7.92354107]: the float where this quotient first rounds to exactly 1 with and
@@ -55,15 +67,12 @@ enum Bin : int32_t { kBinAdd = 0, kBinSub, kBinMul, kBinDiv, kBinPow };
 // below every float where it exceeds 1 (7.9977). Both polynomials are scaled so that the
 // numerator's lowest coefficient is 1: for tiny and subnormal x the numerator is x itself and
 // the result x / (1 + 2^-23), within an ulp, with no separate branch for them. Written as a template
-// without branches (ternaries only) so that the same expression serves a float and, on the
-// host, a GCC vector of floats (the fused dense kernels' epilogue, gemm.cc), where every
-// operation is one vector instruction: the clamp's two ternaries are one max and one min
-// (each keeps x when its comparison is false, so a NaN passes through).
+// without branches so that the same expression serves a float and, on the host, a GCC vector
+// of floats (the fused dense kernels' epilogue, gemm.cc), where every operation is one vector
+// instruction (the clamp two, SymClamp).
 template <typename T>
 ONNXRL_HD ONNXRL_FORCE_INLINE T TanhOf(T x) {
-  const float lim = 7.92354107f;
-  T c = x < -lim ? -lim : x;
-  c = c > lim ? lim : c;
+  T c = SymClamp<T>::Of(x, 7.92354107f);
   T x2 = c * c;
   T p = x2 * -5.6416768365276e-14f + 4.08741790414169e-11f;
   p = p * x2 + -1.7583792200071e-08f;
@@ -90,8 +99,7 @@ ONNXRL_HD ONNXRL_FORCE_INLINE T SigmoidOf(T x) {
 // TanhOf, for vectors too.
 template <typename T>
 ONNXRL_HD ONNXRL_FORCE_INLINE T ErfOf(T x) {
-  const float lim = 3.925f;
-  T c = x > lim ? lim : (x < -lim ? -lim : x);
+  T c = SymClamp<T>::Of(x, 3.925f);
   T s = c * c;
   T p = s * 2.030872543e-06f + 2.874919800e-04f;
   p = p * s + 3.876313990e-03f;
@@ -104,7 +112,7 @@ ONNXRL_HD ONNXRL_FORCE_INLINE T ErfOf(T x) {
   q = q * s + 5.043488227e-01f;
   q = q * s + 1.0f;
   T r = c * p / q;
-  return r > 1.0f ? 1.0f : (r < -1.0f ? -1.0f : r);  // the fit rounds up to 2 ulp past 1 near 3.7
+  return SymClamp<T>::Of(r, 1.0f);  // the fit rounds up to 2 ulp past 1 near 3.7
 }
 
 // Gelu: the exact (erf) form, x (1 + erf(x / sqrt 2)) / 2.
