@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   const PackedWeights p1 = PackedWeights::Pack(w1.data(), 8, 64, 64, b1.data());
   const PackedWeights p2 = PackedWeights::Pack(w2.data(), 64, 64, 64, b2.data());
   const PackedWeights ph = PackedWeights::Pack(wh.data(), 64, 5, 5, bh.data());
-  std::vector<float> h1(tile * 64), h2(tile * 64), hb(tile * 5), logits(M * 4), value(M);
+  std::vector<float> h1(tile * 64), h2(tile * 64), hb(tile * 8), logits(M * 4), value(M);
   Epilogue tanh, none;
   tanh.act = kActTanh;
   const char* only = std::getenv("ONLY");
@@ -61,10 +61,10 @@ int main(int argc, char** argv) {
       if (l1) Gemm(x.data() + mt * 8, 8, n, p1, 0, 64, act ? tanh : none, h1.data(), 64);
       if (l2) Gemm(h1.data(), 64, n, p2, 0, 64, act ? tanh : none, h2.data(), 64);
       if (heads) {
-        Gemm(h2.data(), 64, n, ph, 0, 5, none, hb.data(), 5);
+        Gemm(h2.data(), 64, n, ph, 0, 8, none, hb.data(), 8);  // rows padded to 8, as the group's
         for (int64_t r = 0; r < n; r++) {
-          for (int j = 0; j < 4; j++) logits[(mt + r) * 4 + j] = hb[r * 5 + j];
-          value[mt + r] = hb[r * 5 + 4];
+          for (int j = 0; j < 4; j++) logits[(mt + r) * 4 + j] = hb[r * 8 + j];
+          value[mt + r] = hb[r * 8 + 4];
         }
       }
     }

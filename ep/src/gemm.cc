@@ -109,7 +109,7 @@ ONNXRL_ALWAYS_INLINE void Tile(const Src& x, int64_t K, const float* w, int64_t 
   part(x.x, x.lda, 0, x.K1);
   if (K > x.K1) part(x.x2, x.lda2, x.K1, K - x.K1);
   Activate<A>(acc, MR * NC, e);
-  if (ncols == NV * kPanel) {
+  if (ncols == NC * L) {
 #pragma GCC unroll 8
     for (int r = 0; r < MR; r++)
 #pragma GCC unroll 8

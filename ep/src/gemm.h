@@ -45,7 +45,9 @@ struct Epilogue {
 
 // Gemm: out[m][n] = act(sum_k x[m][k] w[k][n] + bias[n]) for M rows, x's rows lda floats apart
 // and out's ldo apart; columns [n0, n1) of w only (n0 a multiple of 16), written to out's
-// columns [0, n1 - n0). The caller splits rows or column ranges over threads.
+// columns [0, n1 - n0). n1 may pass w.N up to the next multiple of 8: the padding's columns
+// (act(0)) are written too, and a row's last vector is then one whole store. The caller splits
+// rows or column ranges over threads.
 void Gemm(const float* x, int64_t lda, int64_t M, const PackedWeights& w, int64_t n0, int64_t n1, const Epilogue& e,
           float* out, int64_t ldo);
 

@@ -58,7 +58,9 @@ HostDenseGroup::HostDenseGroup(Plan& plan, const DenseGroup& g) {
 
 void HostDenseGroup::Tiles(const float* x, int64_t m0, int64_t m1, float* const* outs) const {
   const int64_t k0 = trunk_.empty() ? heads_[0]->K : trunk_[0]->K;
-  const int64_t cols = merged() ? merged_.N : 0;
+  // The merged heads' rows padded to whole vectors of 8: each row one store, where the few
+  // columns of a logits-and-value pair were a libc memcpy per row (gemm.cc).
+  const int64_t cols = merged() ? (merged_.N + 7) / 8 * 8 : 0;
   // This thread's tile buffers, grown once: two for the trunk, one for the merged heads.
   thread_local std::vector<float> scratch;
   const size_t need = static_cast<size_t>(tile_ * (2 * width_ + cols));
