@@ -207,7 +207,10 @@ type RolloutMetrics struct {
 // it is known (the done flags are the record's, in end: only the last transition can have
 // them). A step writes each agent's values into one place
 // instead of appending to a column per value (a column per value and agent is thousands of
-// write streams over a vector env); emit gathers the rows into the batch's columns.
+// write streams over a vector env); emit gathers the rows into the batch's columns. Under
+// the columnar protocol at thousands of sub-environments, the last rows of a record on the
+// fast path wait in its policy's defRows instead (columnProtocol.pend), one block a step,
+// until something reads or writes its trajectory.
 type agentRec struct {
 	// The fields every step touches fill the first two cache lines (the struct's size is a
 	// multiple of 64 bytes, so each record starts on a line; a test checks it).
@@ -229,7 +232,7 @@ type agentRec struct {
 	// the policy's.
 	logged bool
 	n      int       // complete transitions
-	tr     []float32 // trajectory rows since the last cut (trajLayout.stride values each)
+	tr     []float32 // trajectory rows since the last cut (trajLayout.stride values each; see pend)
 
 	// The last observation, info, reward and action, unless the protocol keeps them
 	// (envProtocol.inColumns).
