@@ -17,6 +17,7 @@ type allocCase struct {
 	name, model, env string
 	envCfg           env.Config
 	cfg              envrunner.Config
+	deferred         bool // rows deferred (envrunner.SetDeferEnvs), whatever the size
 }
 
 func allocCases() []allocCase {
@@ -48,7 +49,8 @@ func allocRunner(tb testing.TB, c allocCase, numEnvs, frag int) *envrunner.Runne
 }
 
 // TestSteadyStateAllocations: once warm, Sample into the same batch allocates less than 0.01
-// times per environment step (16 sub-environments, 512 env steps per fragment).
+// times per environment step (16 sub-environments, 512 env steps per fragment); the cartpole
+// cases also with their rows deferred to defRows, as at thousands of sub-environments.
 func TestSteadyStateAllocations(t *testing.T) {
 	if underRace {
 		t.Skip("the race detector allocates")
@@ -57,8 +59,19 @@ func TestSteadyStateAllocations(t *testing.T) {
 		t.Skip("short")
 	}
 	const envs, frag = 16, 32
-	for _, c := range allocCases() {
+	cases := allocCases()
+	// The cartpole cases again with their column runs' rows waiting in defRows, as at
+	// thousands of sub-environments (SetDeferEnvs).
+	for _, c := range allocCases()[:2] {
+		c.name += "_deferred"
+		c.deferred = true
+		cases = append(cases, c)
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.deferred {
+				defer envrunner.SetDeferEnvs(1, 64<<20)()
+			}
 			r := allocRunner(t, c, envs, frag)
 			var mb envrunner.MultiAgentBatch
 			var ms []envrunner.RolloutMetrics
