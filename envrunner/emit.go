@@ -2,9 +2,11 @@ package envrunner
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/onnxrl/sampler/env"
 	"github.com/onnxrl/sampler/internal/grow"
+	"github.com/onnxrl/sampler/internal/ntcopy"
 	"github.com/onnxrl/sampler/internal/prefetch"
 )
 
@@ -81,40 +83,43 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 		vf = grow.N(&b.VfPreds, n)
 	}
 	// Column by column: each loop is a few instructions a row, and the record's rows (a few
-	// kilobytes) stay in L1 across the passes.
-	strided(obs, tr, s, w, n)
-	// new_obs is obs one row on: all but its last row are in the column just written.
-	copy(newObs, obs[w:])
-	copy(newObs[(n-1)*w:], tr[n*s:n*s+w])
-	strided(acts, tr[l.act:], s, aw, n)
-	strided(rews, tr[l.rew:], s, 1, n)
-	// Only the last transition can end the episode.
-	clear(terms)
-	clear(truncs)
-	if n == a.n {
-		terms[n-1], truncs[n-1] = a.end&flagTerminated != 0, a.end&flagTruncated != 0
+	// kilobytes) stay in L1 across the passes. The columns of a batch of many
+	// sub-environments (tens of megabytes) are long out of the cache when the next fragment
+	// writes them again, and an ordinary store would read each line from memory first: the
+	// wide columns take non-temporal stores (ntcopy; Take fences them), and what reads a
+	// column back below reads the trajectory instead.
+	ntcopy.Strided(obs, tr, s, w, n)
+	ntcopy.Strided(newObs, tr[s:], s, w, n) // obs one row on
+	if model {
+		ntcopy.Strided(acts, tr[l.act:], s, aw, n)
+	} else { // read back by randomLogp below
+		strided(acts, tr[l.act:], s, aw, n)
 	}
-	fill(eps, a.epsID)
-	fill(envs, a.envID)
-	fill(idx, a.index)
-	fill(ids, a.id)
+	ntcopy.Strided(rews, tr[l.rew:], s, 1, n)
+	// Only the last transition can end the episode.
+	terminated := n == a.n && a.end&flagTerminated != 0
+	ntcopy.Fill8(terms[:n-1], false)
+	ntcopy.Fill8(truncs[:n-1], false)
+	terms[n-1], truncs[n-1] = terminated, n == a.n && a.end&flagTruncated != 0
+	ntcopy.Fill64(eps, a.epsID)
+	ntcopy.Fill32(envs, a.envID)
+	ntcopy.Fill32(idx, a.index)
+	fillIDs(ids, a.id)
 	if l.t < 0 { // the agent observed at every env step (see trajLayout.t)
-		for i := range ts {
-			ts[i] = a.t0 + int32(i)
-		}
+		ntcopy.Iota32(ts, a.t0)
 	} else {
 		for i := range ts {
 			ts[i] = int32(math.Float32bits(tr[i*s+l.t]))
 		}
 	}
 	if model {
-		strided(dist, tr[l.dist:], s, dw, n)
-		strided(logp, tr[l.logp:], s, 1, n)
+		ntcopy.Strided(dist, tr[l.dist:], s, dw, n)
+		ntcopy.Strided(logp, tr[l.logp:], s, 1, n)
 	} else { // a random policy's: the uniform sampling's (of the logged action, where there is one)
 		p.randomLogp.fill(logp, acts, aw)
 	}
 	if vf != nil {
-		strided(vf, tr[l.vf:], s, 1, n)
+		ntcopy.Strided(vf, tr[l.vf:], s, 1, n)
 	}
 	for k, sw := range p.stateW {
 		if r.cfg.StatePerSequence { // the rows that start a sequence: 0, maxSeq, 2*maxSeq, ...
@@ -134,10 +139,14 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	}
 	if r.cfg.GAE != nil {
 		last := 0.0 // the value of o_n, which bootstraps the chunk unless it ends in a termination
-		if vf != nil && !terms[n-1] {
-			last = float64(tr[n*s+l.vf])
+		vfAt := -1
+		if vf != nil {
+			vfAt = l.vf
+			if !terminated {
+				last = float64(tr[n*s+l.vf])
+			}
 		}
-		r.gae(b, rews, vf, last)
+		r.gae(b, tr, s, l.rew, vfAt, n, last)
 	}
 	b.Count += n
 	r.out.AgentSteps += n
@@ -183,6 +192,19 @@ func strided(dst, src []float32, stride, w, n int) {
 	default:
 		for i := range n {
 			copy(dst[i*w:(i+1)*w], src[i*stride:i*stride+w])
+		}
+	}
+}
+
+// fillIDs sets every agent id of dst to id, writing only those that differ: the storage
+// mostly holds the ids a fragment before last wrote (see SampleBatch.empty), the same ones,
+// and a line that is only read is not written back to memory. (Ids hold pointers, which
+// non-temporal stores must not write: the collector would not see them.)
+func fillIDs(dst []env.AgentID, id env.AgentID) {
+	p, l := unsafe.StringData(id), len(id)
+	for i, d := range dst {
+		if unsafe.StringData(d) != p || len(d) != l {
+			dst[i] = id
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/ntcopy"
 )
 
 // Batch modes (RLlib's batch_mode).
@@ -402,6 +403,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 	if !r.mode.complete {
 		r.cut()
 	}
+	ntcopy.Fence() // emitFirst's non-temporal stores, before the batch leaves this goroutine
 	dst.empty()
 	r.out, *dst = *dst, r.out
 	for _, b := range dst.PolicyBatches {

@@ -1,0 +1,33 @@
+//go:build amd64
+
+package ntcopy
+
+import "unsafe"
+
+// stridedLines writes lines whole 64-byte lines at dst (64-byte aligned) with rows of w
+// float32s (w is 1, 2 or 4), row i from src+i*stride bytes, with non-temporal stores.
+// Implemented in assembly.
+//
+//go:noescape
+func stridedLines(dst, src unsafe.Pointer, stride, w, lines uintptr)
+
+// fill32Lines writes lines whole 64-byte lines at dst (64-byte aligned) with the 32-bit
+// value v, with non-temporal stores. Implemented in assembly.
+//
+//go:noescape
+func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr)
+
+// fill64Lines writes lines whole 64-byte lines at dst (64-byte aligned) with the 64-bit
+// value v, with non-temporal stores. Implemented in assembly.
+//
+//go:noescape
+func fill64Lines(dst unsafe.Pointer, v uint64, lines uintptr)
+
+// iota32Lines writes lines whole 64-byte lines at dst (64-byte aligned) with v0, v0+1,
+// ..., with non-temporal stores. Implemented in assembly.
+//
+//go:noescape
+func iota32Lines(dst unsafe.Pointer, v0 int32, lines uintptr)
+
+// fence is SFENCE. Implemented in assembly.
+func fence()

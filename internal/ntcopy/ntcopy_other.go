@@ -1,0 +1,17 @@
+//go:build !amd64
+
+package ntcopy
+
+import "unsafe"
+
+func stridedLines(dst, src unsafe.Pointer, stride, w, lines uintptr) {
+	stridedLinesGo(dst, src, stride, w, lines)
+}
+
+func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr) { fill32LinesGo(dst, v, lines) }
+
+func fill64Lines(dst unsafe.Pointer, v uint64, lines uintptr) { fill64LinesGo(dst, v, lines) }
+
+func iota32Lines(dst unsafe.Pointer, v0 int32, lines uintptr) { iota32LinesGo(dst, v0, lines) }
+
+func fence() {}
