@@ -1,6 +1,6 @@
 # Shared by the bench_*.sh scripts (sourced): builds bin/sample into a temporary directory and
-# sets root, tmp (removed on exit), nice (nice -n -15 when allowed), and defines fresh_out and
-# round_order.
+# sets root, tmp (removed on exit), nice (nice -n -15 when allowed), and defines fresh_out,
+# round_order and median.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,4 +24,9 @@ round_order() {
 	else
 		echo "$@"
 	fi
+}
+
+# median VALUES...: their median, with three decimals.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{printf "%.3f", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
 }

@@ -59,9 +59,6 @@ for r in $(seq 1 "$rounds"); do
 		echo
 	done
 done
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{printf "%.3f", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
-}
 echo "median over $rounds rounds of native/cpu env steps/s (above 1 = native faster; goal >= 1.1):"
 for n in $sizes; do
 	printf "%-6s %5s %14s %14s %14s %14s %18s %18s\n" "$n" med "" "" "" "" "$(median ${all["$n greedy"]})" "$(median ${all["$n explore"]})"
