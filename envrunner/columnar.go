@@ -1,6 +1,10 @@
 package envrunner
 
-import "github.com/onnxrl/sampler/env"
+import (
+	"github.com/onnxrl/sampler/env"
+	"github.com/onnxrl/sampler/internal/grow"
+	"github.com/onnxrl/sampler/internal/ntcopy"
+)
 
 // columnProtocol drives an env.Columnar environment (a VectorEnv's sub-environments, one
 // agent each) through its shared columns: observations, rewards and flags are read from
@@ -143,13 +147,41 @@ func (c *columnProtocol) takeIn(e env.EnvID) {
 
 // settle takes every waiting row into its record; defRows starts over.
 func (c *columnProtocol) settle() {
-	for e := 0; c.ndefer > 0 && e < len(c.pend); e++ {
-		if c.pend[e] > 0 {
-			c.takeIn(e)
-		}
+	for e := 0; c.ndefer > 0 && e < len(c.pend); e += settleTile {
+		c.settleTile(e, min(e+settleTile, len(c.pend)))
 	}
 	for _, p := range c.r.policies {
 		p.defBlocks = 0
+	}
+}
+
+// settleTile is how many sub-environments settle takes in together.
+const settleTile = 16
+
+// settleTile takes in the waiting rows of sub-environments e0 to e1-1 (at most settleTile),
+// as takeIn does each in turn. A sub-environment's rows are a row in each of a fragment's
+// blocks, each a page apart: the tile's next ones share their lines, which the first
+// brought into the cache. The trajectories (a fragment's rows of every record, tens of
+// megabytes) take non-temporal stores (ntcopy): an ordinary store would read each line from
+// memory first. Take fences them.
+func (c *columnProtocol) settleTile(e0, e1 int) {
+	for e := e0; e < e1; e++ {
+		k := int(c.pend[e])
+		if a := c.recs[e]; k > 0 && a.collect {
+			p := a.pol
+			s := p.lay.stride
+			ntcopy.Strided(grow.N(&a.tr, k*s), p.defRows[((p.defBlocks-k)*p.defEnvs+e)*s:], p.defEnvs*s, s, k)
+		}
+	}
+	for e := e0; e < e1; e++ { // what takeIn does after each row, once
+		if c.pend[e] == 0 {
+			continue
+		}
+		c.pend[e] = 0
+		c.ndefer--
+		if a := c.recs[e]; a.collect {
+			c.r.recorded(a)
+		}
 	}
 }
 

@@ -25,3 +25,10 @@ func fill64LinesGo(dst unsafe.Pointer, v uint64, lines uintptr) {
 func iota32LinesGo(dst unsafe.Pointer, v0 int32, lines uintptr) {
 	iotaGo(unsafe.Slice((*int32)(dst), lines*line/4), v0)
 }
+
+func stridedWordsGo(dst, src unsafe.Pointer, stride, w, rows uintptr) {
+	d := unsafe.Slice((*float32)(dst), rows*w)
+	for i := range rows {
+		copy(d[i*w:], unsafe.Slice((*float32)(unsafe.Add(src, i*stride)), w))
+	}
+}

@@ -26,17 +26,20 @@ import "unsafe"
 // line is the size of a cache line and of a write-combining buffer, in bytes.
 const line = 64
 
-// Strided sets dst[:n*w] to n rows of w values: row i is src[i*stride:][:w]. Rows of 1, 2
-// and 4 values take non-temporal stores; other widths ordinary ones. It panics when src
-// has fewer than (n-1)*stride+w values or dst fewer than n*w.
+// Strided sets dst[:n*w] to n rows of w values: row i is src[i*stride:][:w]. It panics
+// when src has fewer than (n-1)*stride+w values or dst fewer than n*w.
 func Strided(dst, src []float32, stride, w, n int) {
 	if n <= 0 {
 		return
 	}
 	_ = src[(n-1)*stride+w-1]
 	_ = dst[n*w-1]
+	if w != 1 && w != 2 && w != 4 {
+		stridedWide(dst, src, stride, w, n)
+		return
+	}
 	head, lines := split(unsafe.Pointer(&dst[0]), n, w*4)
-	if w != 1 && w != 2 && w != 4 || lines == 0 {
+	if lines == 0 {
 		stridedGo(dst, src, stride, w, n)
 		return
 	}
@@ -47,6 +50,40 @@ func Strided(dst, src []float32, stride, w, n int) {
 	if rest < n {
 		stridedGo(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
 	}
+}
+
+// stridedWide is Strided for rows whose size does not divide a line: the rows from the first
+// that starts a line, in whole groups of rows that end where a line ends, take non-temporal
+// stores of 8 bytes (even widths) or 4.
+func stridedWide(dst, src []float32, stride, w, n int) {
+	size := w * 4
+	a := uintptr(unsafe.Pointer(&dst[0]))
+	head := 0
+	for ; head < n && (a+uintptr(head*size))%line != 0; head++ {
+		if head == line/4 { // the rows never start a line
+			head = n
+			break
+		}
+	}
+	group := line / gcd(size, line) // rows of a whole number of lines
+	body := (n - head) / group * group
+	if body == 0 {
+		stridedGo(dst, src, stride, w, n)
+		return
+	}
+	stridedGo(dst, src, stride, w, head)
+	stridedWords(unsafe.Pointer(&dst[head*w]), unsafe.Pointer(&src[head*stride]), uintptr(stride*4), uintptr(w), uintptr(body))
+	rest := head + body
+	if rest < n {
+		stridedGo(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
+	}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // Fill32 sets every element of dst to v.

@@ -11,6 +11,12 @@ import "unsafe"
 //go:noescape
 func stridedLines(dst, src unsafe.Pointer, stride, w, lines uintptr)
 
+// stridedWords writes rows rows of w float32s at dst, row i from src+i*stride bytes, with
+// non-temporal stores of 8 bytes (w even) or 4 (w odd). Implemented in assembly.
+//
+//go:noescape
+func stridedWords(dst, src unsafe.Pointer, stride, w, rows uintptr)
+
 // fill32Lines writes lines whole 64-byte lines at dst (64-byte aligned) with the 32-bit
 // value v, with non-temporal stores. Implemented in assembly.
 //

@@ -68,6 +68,43 @@ w1row:
 	JNZ      w1
 	RET
 
+// func stridedWords(dst, src unsafe.Pointer, stride, w, rows uintptr)
+TEXT ·stridedWords(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ w+24(FP), R8
+	MOVQ rows+32(FP), CX
+	TESTQ $1, R8
+	JNZ  odd
+	SHRQ $1, R8 // qwords a row
+even:
+	XORQ BX, BX
+evenWord:
+	MOVQ    (SI)(BX*8), AX
+	MOVNTIQ AX, (DI)
+	ADDQ    $8, DI
+	INCQ    BX
+	CMPQ    BX, R8
+	JNE     evenWord
+	ADDQ    DX, SI
+	DECQ    CX
+	JNZ     even
+	RET
+odd:
+	XORQ BX, BX
+oddWord:
+	MOVL    (SI)(BX*4), AX
+	MOVNTIL AX, (DI)
+	ADDQ    $4, DI
+	INCQ    BX
+	CMPQ    BX, R8
+	JNE     oddWord
+	ADDQ    DX, SI
+	DECQ    CX
+	JNZ     odd
+	RET
+
 // func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr)
 TEXT ·fill32Lines(SB), NOSPLIT, $0-24
 	MOVQ   dst+0(FP), DI

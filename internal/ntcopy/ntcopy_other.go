@@ -8,6 +8,10 @@ func stridedLines(dst, src unsafe.Pointer, stride, w, lines uintptr) {
 	stridedLinesGo(dst, src, stride, w, lines)
 }
 
+func stridedWords(dst, src unsafe.Pointer, stride, w, rows uintptr) {
+	stridedWordsGo(dst, src, stride, w, rows)
+}
+
 func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr) { fill32LinesGo(dst, v, lines) }
 
 func fill64Lines(dst unsafe.Pointer, v uint64, lines uintptr) { fill64LinesGo(dst, v, lines) }

@@ -10,12 +10,12 @@ import (
 // to a few lines, and starting offset within a line (so that the heads, whole lines and
 // tails of every split are written), and that nothing past the rows changes.
 func TestStridedMatchesGo(t *testing.T) {
-	const stride = 7
+	const stride = 11
 	src := make([]float32, 100*stride)
 	for i := range src {
 		src[i] = float32(i) + 0.5
 	}
-	for _, w := range []int{1, 2, 3, 4, 5} {
+	for _, w := range []int{1, 2, 3, 4, 5, 6, 7, 10} {
 		for off := range 16 {
 			for n := range 70 {
 				got, want := make([]float32, 64+n*w+16), make([]float32, 64+n*w+16)
@@ -99,6 +99,15 @@ func TestLineKernelsMatchGo(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("stridedLines w=%d lines=%d:\n got %v\nwant %v", w, lines, got, want)
 			}
+		}
+	}
+	for _, w := range []uintptr{3, 10} {
+		got, want := aligned(int(w)*16), aligned(int(w)*16)
+		stridedWords(unsafe.Pointer(&got[0]), unsafe.Pointer(&src[0]), stride*4*3, w, 16)
+		stridedWordsGo(unsafe.Pointer(&want[0]), unsafe.Pointer(&src[0]), stride*4*3, w, 16)
+		fence()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("stridedWords w=%d:\n got %v\nwant %v", w, got, want)
 		}
 	}
 	got, want := aligned(48), aligned(48)
