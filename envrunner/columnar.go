@@ -129,7 +129,11 @@ var deferEnvs = 2048 // a variable for the tests (SetDeferEnvs)
 var deferBytes = 64 << 20 // a variable for the tests (SetDeferEnvs)
 
 // takeIn appends the rows of sub-environment e that wait in defRows to the trajectory of its
-// record, in order.
+// record, in order. They are a row in each of the last blocks, a page apart; the next
+// sub-environment's share their lines, which this one brought into the cache (settle goes in
+// order). The trajectory takes non-temporal stores (ntcopy; Take fences them): at thousands
+// of sub-environments a fragment's trajectories are tens of megabytes, long out of the cache,
+// and an ordinary store would read each line from memory first.
 func (c *columnProtocol) takeIn(e env.EnvID) {
 	a, k := c.recs[e], int(c.pend[e])
 	c.pend[e] = 0
@@ -139,49 +143,19 @@ func (c *columnProtocol) takeIn(e env.EnvID) {
 	}
 	p := a.pol
 	s := p.lay.stride
-	for b := p.defBlocks - k; b < p.defBlocks; b++ {
-		a.appendRow(p.deferredRow(b, e)[:s])
-		c.r.recorded(a)
-	}
+	ntcopy.Strided(grow.N(&a.tr, k*s), p.deferredRow(p.defBlocks-k, int(e)), p.defEnvs*s, s, k)
+	c.r.recorded(a)
 }
 
 // settle takes every waiting row into its record; defRows starts over.
 func (c *columnProtocol) settle() {
-	for e := 0; c.ndefer > 0 && e < len(c.pend); e += settleTile {
-		c.settleTile(e, min(e+settleTile, len(c.pend)))
+	for e := 0; c.ndefer > 0 && e < len(c.pend); e++ {
+		if c.pend[e] > 0 {
+			c.takeIn(e)
+		}
 	}
 	for _, p := range c.r.policies {
 		p.defBlocks = 0
-	}
-}
-
-// settleTile is how many sub-environments settle takes in together.
-const settleTile = 16
-
-// settleTile takes in the waiting rows of sub-environments e0 to e1-1 (at most settleTile),
-// as takeIn does each in turn. A sub-environment's rows are a row in each of a fragment's
-// blocks, each a page apart: the tile's next ones share their lines, which the first
-// brought into the cache. The trajectories (a fragment's rows of every record, tens of
-// megabytes) take non-temporal stores (ntcopy): an ordinary store would read each line from
-// memory first. Take fences them.
-func (c *columnProtocol) settleTile(e0, e1 int) {
-	for e := e0; e < e1; e++ {
-		k := int(c.pend[e])
-		if a := c.recs[e]; k > 0 && a.collect {
-			p := a.pol
-			s := p.lay.stride
-			ntcopy.Strided(grow.N(&a.tr, k*s), p.defRows[((p.defBlocks-k)*p.defEnvs+e)*s:], p.defEnvs*s, s, k)
-		}
-	}
-	for e := e0; e < e1; e++ { // what takeIn does after each row, once
-		if c.pend[e] == 0 {
-			continue
-		}
-		c.pend[e] = 0
-		c.ndefer--
-		if a := c.recs[e]; a.collect {
-			c.r.recorded(a)
-		}
 	}
 }
 

@@ -387,14 +387,6 @@ func (a *agentRec) newRow() []float32 {
 	return a.tr[n:]
 }
 
-// appendRow appends a copy of row (a whole trajectory row) to the trajectory.
-func (a *agentRec) appendRow(row []float32) {
-	if cap(a.tr)-len(a.tr) < len(row) {
-		a.tr = slices.Grow(a.tr, len(row))
-	}
-	a.tr = append(a.tr, row...)
-}
-
 // clearTrajectory drops all kept data.
 func (a *agentRec) clearTrajectory() {
 	a.tr = a.tr[:0]
