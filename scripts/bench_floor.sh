@@ -83,9 +83,6 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 # median WORDS...: the median of the numbers
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END{printf "%.3f", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
-}
 echo "median over $rounds rounds (X/floor = X's env steps/s over the floor's; goals: greedy >= 0.80, explore >= 0.70):"
 for n in $sizes; do
 	printf "%-6s %5s" "$n" med
