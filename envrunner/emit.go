@@ -93,7 +93,7 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 	if model {
 		ntcopy.Strided(acts, tr[l.act:], s, aw, n)
 	} else { // read back by randomLogp below
-		strided(acts, tr[l.act:], s, aw, n)
+		ntcopy.StridedCached(acts, tr[l.act:], s, aw, n)
 	}
 	ntcopy.Strided(rews, tr[l.rew:], s, 1, n)
 	// Only the last transition can end the episode.
@@ -167,35 +167,6 @@ func emitInfos(b *SampleBatch, a *agentRec, n int) {
 	}
 }
 
-// strided sets dst to n rows of w values: row i is src[i*stride:][:w].
-func strided(dst, src []float32, stride, w, n int) {
-	if n == 0 {
-		return
-	}
-	_ = src[(n-1)*stride+w-1]
-	switch w {
-	case 1:
-		dst = dst[:n]
-		for i := range dst {
-			dst[i] = src[i*stride]
-		}
-	case 2:
-		dst = dst[:2*n]
-		for i := 0; i < n; i++ {
-			*(*[2]float32)(dst[2*i:]) = *(*[2]float32)(src[i*stride:])
-		}
-	case 4:
-		dst = dst[:4*n]
-		for i := 0; i < n; i++ {
-			*(*[4]float32)(dst[4*i:]) = *(*[4]float32)(src[i*stride:])
-		}
-	default:
-		for i := range n {
-			copy(dst[i*w:(i+1)*w], src[i*stride:i*stride+w])
-		}
-	}
-}
-
 // fillIDs sets every agent id of dst to id, writing only those that differ: the storage
 // mostly holds the ids a fragment before last wrote (see SampleBatch.empty), the same ones,
 // and a line that is only read is not written back to memory. (Ids hold pointers, which
@@ -218,7 +189,7 @@ func fill[T any](dst []T, v T) {
 
 // gather appends n rows of w values to dst: row i is src[i*stride+off:][:w].
 func gather(dst, src []float32, stride, off, w, n int) []float32 {
-	strided(grow.N(&dst, n*w), src[off:], stride, w, n)
+	ntcopy.StridedCached(grow.N(&dst, n*w), src[off:], stride, w, n)
 	return dst
 }
 

@@ -40,15 +40,15 @@ func Strided(dst, src []float32, stride, w, n int) {
 	}
 	head, lines := split(unsafe.Pointer(&dst[0]), n, w*4)
 	if lines == 0 {
-		stridedGo(dst, src, stride, w, n)
+		StridedCached(dst, src, stride, w, n)
 		return
 	}
-	stridedGo(dst, src, stride, w, head)
+	StridedCached(dst, src, stride, w, head)
 	mid := lines * line / (w * 4) // rows in the whole lines
 	stridedLines(unsafe.Pointer(&dst[head*w]), unsafe.Pointer(&src[head*stride]), uintptr(stride*4), uintptr(w), uintptr(lines))
 	rest := head + mid
 	if rest < n {
-		stridedGo(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
+		StridedCached(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
 	}
 }
 
@@ -68,14 +68,14 @@ func stridedWide(dst, src []float32, stride, w, n int) {
 	group := line / gcd(size, line) // rows of a whole number of lines
 	body := (n - head) / group * group
 	if body == 0 {
-		stridedGo(dst, src, stride, w, n)
+		StridedCached(dst, src, stride, w, n)
 		return
 	}
-	stridedGo(dst, src, stride, w, head)
+	StridedCached(dst, src, stride, w, head)
 	stridedWords(unsafe.Pointer(&dst[head*w]), unsafe.Pointer(&src[head*stride]), uintptr(stride*4), uintptr(w), uintptr(body))
 	rest := head + body
 	if rest < n {
-		stridedGo(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
+		StridedCached(dst[rest*w:], src[rest*stride:], stride, w, n-rest)
 	}
 }
 
@@ -171,8 +171,9 @@ func split(p unsafe.Pointer, n, size int) (head, lines int) {
 	return head, (n - head) * size / line
 }
 
-// stridedGo is Strided with ordinary stores; the common widths as one array (no call).
-func stridedGo(dst, src []float32, stride, w, n int) {
+// StridedCached is Strided with ordinary stores, which leave the lines in the cache: for a
+// destination read back soon. The common widths are one array copy a row (no call).
+func StridedCached(dst, src []float32, stride, w, n int) {
 	if n <= 0 {
 		return
 	}

@@ -23,7 +23,7 @@ func TestStridedMatchesGo(t *testing.T) {
 					got[i], want[i] = -1, -1
 				}
 				Strided(got[off:], src, stride, w, n)
-				stridedGo(want[off:], src, stride, w, n)
+				StridedCached(want[off:], src, stride, w, n)
 				for i := range got {
 					if got[i] != want[i] {
 						t.Fatalf("w=%d off=%d n=%d: dst[%d] = %v, want %v", w, off, n, i-off, got[i], want[i])
@@ -178,17 +178,17 @@ func BenchmarkBatch(b *testing.B) {
 						Strided(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
 						Fence()
 					} else {
-						stridedGo(bt.obs[4*o:], tr, stride, 4, rows)
-						stridedGo(bt.newObs[4*o:], tr[stride:], stride, 4, rows)
-						stridedGo(bt.acts[o:], tr[4:], stride, 1, rows)
-						stridedGo(bt.rews[o:], tr[5:], stride, 1, rows)
-						stridedGo(bt.dist[2*o:], tr[6:], stride, 2, rows)
-						stridedGo(bt.logp[o:], tr[8:], stride, 1, rows)
-						stridedGo(bt.vf[o:], tr[9:], stride, 1, rows)
+						StridedCached(bt.obs[4*o:], tr, stride, 4, rows)
+						StridedCached(bt.newObs[4*o:], tr[stride:], stride, 4, rows)
+						StridedCached(bt.acts[o:], tr[4:], stride, 1, rows)
+						StridedCached(bt.rews[o:], tr[5:], stride, 1, rows)
+						StridedCached(bt.dist[2*o:], tr[6:], stride, 2, rows)
+						StridedCached(bt.logp[o:], tr[8:], stride, 1, rows)
+						StridedCached(bt.vf[o:], tr[9:], stride, 1, rows)
 						fillGo(bt.eps[o:o+rows], int64(e))
 						fillGo(bt.envID[o:o+rows], int32(e))
 						fillGo(bt.idx[o:o+rows], 0)
-						stridedGo(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
+						StridedCached(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
 					}
 				}
 			}
