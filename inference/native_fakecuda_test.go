@@ -32,6 +32,24 @@ var fakeCUDABatches = []int{1, 7, 256}
 // fakeCUDAModels are the models the child processes with other settings run.
 var fakeCUDAModels = []string{"../models/cartpole_mlp.onnx", "../models/lstm_policy.onnx"}
 
+// fakeCUDAPath finds the fake driver: beside the provider library NativeLibraryEnv names (a
+// build folder other than build/), or the project's build/lib; "" when neither has one.
+func fakeCUDAPath() string {
+	var dirs []string
+	if p := os.Getenv(NativeLibraryEnv); p != "" {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	for _, root := range projectRoots() {
+		dirs = append(dirs, filepath.Join(root, filepath.Dir(fakeCUDALibrary)))
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, filepath.Base(fakeCUDALibrary)); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // TestNativeCUDAOnFakeDriver runs the CUDA backend (native:cuda:0) on the CPU, in child
 // processes whose driver and NVRTC are the fake driver: every bundled model and every graph
 // of testdata/native against the CPU provider, graphs replayed on each batch's second run,
@@ -46,16 +64,11 @@ func TestNativeCUDAOnFakeDriver(t *testing.T) {
 		return
 	}
 	needNative(t)
-	var lib string
-	for _, root := range projectRoots() {
-		if p := filepath.Join(root, fakeCUDALibrary); fileExists(p) {
-			lib = p
-			break
-		}
-	}
+	lib := fakeCUDAPath()
 	if lib == "" {
 		t.Skipf("%s is not built (run `make native`)", fakeCUDALibrary)
 	}
+	t.Logf("fake driver: %s", lib)
 	for _, c := range []struct {
 		name, mode string
 		env        []string
