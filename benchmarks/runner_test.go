@@ -37,6 +37,19 @@ func floorStep(tb testing.TB, f *floor.Floor) int {
 	return k
 }
 
+// floorRound takes n floor steps, adds their wall and CPU time to *t and *cpu, and returns
+// the env steps taken.
+func floorRound(tb testing.TB, f *floor.Floor, n int, t, cpu *time.Duration) int {
+	t0, c0 := time.Now(), cpuTime()
+	steps := 0
+	for range n {
+		steps += floorStep(tb, f)
+	}
+	*t += time.Since(t0)
+	*cpu += cpuTime() - c0
+	return steps
+}
+
 // reportVsFloor reports the env steps/s of the floor and of what is measured against it
 // (NAME-steps/s), "ratio" (its env steps/s over the floor's: above 1 = faster than the floor)
 // and "cpu-ratio" (the same with CPU time).
@@ -125,16 +138,11 @@ func BenchmarkRunner(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				t0, cpu0 := time.Now(), cpuTime()
-				for range round {
-					floorSteps += floorStep(b, f)
-				}
+				floorSteps += floorRound(b, f, round, &floorT, &floorCPU)
 				t1, c1 := time.Now(), cpuTime()
 				runnerSteps(b, r, round, &dst)
 				runT += time.Since(t1)
 				runCPU += cpuTime() - c1
-				floorT += t1.Sub(t0)
-				floorCPU += c1 - cpu0
 			}
 			b.StopTimer()
 			runSteps := r.Counters().EnvSteps - c0.EnvSteps
@@ -343,12 +351,7 @@ func benchmarkSampleRun(b *testing.B, p *models.Policy, mode string, envs int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		t0, cpu0 := time.Now(), cpuTime()
-		for range round {
-			floorSteps += floorStep(b, f)
-		}
-		floorT += time.Since(t0)
-		floorCPU += cpuTime() - cpu0
+		floorSteps += floorRound(b, f, round, &floorT, &floorCPU)
 		d, dc := runRound()
 		runT += d
 		runCPU += dc
