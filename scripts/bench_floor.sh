@@ -82,18 +82,17 @@ for r in $(seq 1 "$rounds"); do
 		echo
 	done
 done
-# median WORDS...: the median of the numbers
+# medians LABEL ARRAY: a row per size of the medians of ARRAY's ratios ("N ratio" -> rounds).
+medians() {
+	local -n rs=$2
+	for n in $sizes; do
+		printf "%-6s %5s" "$n" "$1"
+		# shellcheck disable=SC2086 # a list of numbers
+		for c in $ratios; do printf " %18s" "$(median ${rs["$n $c"]})"; done
+		echo
+	done
+}
 echo "median over $rounds rounds (X/floor = X's env steps/s over the floor's; goals: greedy >= 0.80, explore >= 0.70):"
-for n in $sizes; do
-	printf "%-6s %5s" "$n" med
-	# shellcheck disable=SC2086 # a list of numbers
-	for c in $ratios; do printf " %18s" "$(median ${all["$n $c"]})"; done
-	echo
-done
+medians med all
 echo "median over $rounds rounds of cpu X/floor (the floor's CPU time over X's):"
-for n in $sizes; do
-	printf "%-6s %5s" "$n" cpu
-	# shellcheck disable=SC2086 # a list of numbers
-	for c in $ratios; do printf " %18s" "$(median ${allcpu["$n $c"]})"; done
-	echo
-done
+medians cpu allcpu
