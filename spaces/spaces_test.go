@@ -381,6 +381,11 @@ func TestEqual(t *testing.T) {
 	assert.False(t, Equal(&Tuple{}, NewDict(nil)))
 	assert.True(t, Equal((*Box)(nil), (*Box)(nil)))
 	assert.False(t, Equal((*Box)(nil), NewBox(0, 1)))
+	assert.False(t, Equal(NewBox(0, 1), (*Box)(nil)))
+	assert.True(t, Equal((*Discrete)(nil), (*Discrete)(nil)))
+	assert.False(t, Equal((*Discrete)(nil), (*MultiBinary)(nil)), "typed nils of different types")
+	assert.False(t, Equal(&MultiBinary{N: 2}, (*MultiBinary)(nil)))
+	assert.True(t, Equal(&Box{Low: []float32{nan}, High: []float32{1}}, &Box{Low: []float32{nan}, High: []float32{1}}), "NaN bounds equal each other")
 }
 
 func TestString(t *testing.T) {

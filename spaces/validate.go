@@ -270,44 +270,38 @@ func Equal(a, b Space) bool {
 	}
 	switch a := a.(type) {
 	case *Box:
-		b, ok := b.(*Box)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return dtypeOrDefault(a.Dtype) == dtypeOrDefault(b.Dtype) && slices.Equal(a.Shape, b.Shape) &&
-			floatsEqual(a.Low, b.Low) && floatsEqual(a.High, b.High)
+		return sameAs(a, b, func(a, b *Box) bool {
+			return dtypeOrDefault(a.Dtype) == dtypeOrDefault(b.Dtype) && slices.Equal(a.Shape, b.Shape) &&
+				floatsEqual(a.Low, b.Low) && floatsEqual(a.High, b.High)
+		})
 	case *Discrete:
-		b, ok := b.(*Discrete)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return *a == *b
+		return sameAs(a, b, func(a, b *Discrete) bool { return *a == *b })
 	case *MultiDiscrete:
-		b, ok := b.(*MultiDiscrete)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return slices.Equal(a.Nvec, b.Nvec)
+		return sameAs(a, b, func(a, b *MultiDiscrete) bool { return slices.Equal(a.Nvec, b.Nvec) })
 	case *MultiBinary:
-		b, ok := b.(*MultiBinary)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return *a == *b
+		return sameAs(a, b, func(a, b *MultiBinary) bool { return *a == *b })
 	case *Dict:
-		b, ok := b.(*Dict)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return slices.Equal(a.Keys, b.Keys) && spacesEqual(a.Spaces, b.Spaces)
+		return sameAs(a, b, func(a, b *Dict) bool {
+			return slices.Equal(a.Keys, b.Keys) && spacesEqual(a.Spaces, b.Spaces)
+		})
 	case *Tuple:
-		b, ok := b.(*Tuple)
-		if !ok || a == nil || b == nil {
-			return ok && a == nil && b == nil
-		}
-		return spacesEqual(a.Spaces, b.Spaces)
+		return sameAs(a, b, func(a, b *Tuple) bool { return spacesEqual(a.Spaces, b.Spaces) })
 	}
 	return false
+}
+
+// sameAs reports whether b is also an S and equal to a by eq; two nil pointers of the same
+// type are equal, a nil and a non-nil one are not.
+func sameAs[S interface {
+	comparable
+	Space
+}](a S, b Space, eq func(a, b S) bool) bool {
+	var null S
+	bs, ok := b.(S)
+	if !ok || a == null || bs == null {
+		return ok && a == null && bs == null
+	}
+	return eq(a, bs)
 }
 
 func floatsEqual(a, b []float32) bool {
