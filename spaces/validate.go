@@ -70,110 +70,22 @@ func (t *Tuple) Validate() error { _, _, err := validate(t, "Tuple", 0); return 
 
 // validate checks s and returns its Size and FlatDim, each at most MaxElements.
 func validate(s Space, path string, depth int) (size, flat int, err error) {
-	switch s := s.(type) {
-	case nil:
+	if isNilSpace(s) {
 		return 0, 0, fieldErr(path, "nil space")
+	}
+	switch s := s.(type) {
 	case *Box:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
 		return validateBox(s, path)
 	case *Discrete:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
-		if s.N <= 0 {
-			return 0, 0, fieldErr(join(path, "n"), "must be positive, got %d", s.N)
-		}
-		if s.N > MaxElements {
-			return 0, 0, fieldErr(join(path, "n"), "%d exceeds the limit of %d", s.N, MaxElements)
-		}
-		if s.Start < -MaxElements || s.Start > MaxElements-s.N+1 {
-			return 0, 0, fieldErr(join(path, "start"), "%d puts values outside [-%d, %d] (not exact in float32)", s.Start, MaxElements, MaxElements)
-		}
-		return 1, int(s.N), nil
+		return validateDiscrete(s, path)
 	case *MultiDiscrete:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
-		if len(s.Nvec) == 0 {
-			return 0, 0, fieldErr(join(path, "nvec"), "must not be empty")
-		}
-		if len(s.Nvec) > MaxElements {
-			return 0, 0, fieldErr(join(path, "nvec"), "%d entries exceed the limit of %d", len(s.Nvec), MaxElements)
-		}
-		for i, k := range s.Nvec {
-			p := join(path, "nvec["+strconv.Itoa(i)+"]")
-			if k <= 0 {
-				return 0, 0, fieldErr(p, "must be positive, got %d", k)
-			}
-			if k > MaxElements {
-				return 0, 0, fieldErr(p, "%d exceeds the limit of %d", k, MaxElements)
-			}
-			flat += int(k)
-			if flat > MaxElements {
-				return 0, 0, fieldErr(join(path, "nvec"), "flat dimension exceeds the limit of %d", MaxElements)
-			}
-		}
-		return len(s.Nvec), flat, nil
+		return validateMultiDiscrete(s, path)
 	case *MultiBinary:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
-		if s.N <= 0 {
-			return 0, 0, fieldErr(join(path, "n"), "must be positive, got %d", s.N)
-		}
-		if s.N > MaxElements {
-			return 0, 0, fieldErr(join(path, "n"), "%d exceeds the limit of %d", s.N, MaxElements)
-		}
-		return s.N, s.N, nil
+		return validateMultiBinary(s, path)
 	case *Dict:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
-		if depth >= MaxDepth {
-			return 0, 0, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
-		}
-		if len(s.Keys) != len(s.Spaces) {
-			return 0, 0, fieldErr(join(path, "keys"), "%d keys for %d spaces", len(s.Keys), len(s.Spaces))
-		}
-		for i, k := range s.Keys {
-			if !utf8.ValidString(k) {
-				return 0, 0, fieldErr(join(path, "keys["+strconv.Itoa(i)+"]"), "%q is not valid UTF-8", k)
-			}
-			if i > 0 && k <= s.Keys[i-1] {
-				return 0, 0, fieldErr(join(path, "keys["+strconv.Itoa(i)+"]"), "%q does not come after %q (keys must be sorted and unique)", k, s.Keys[i-1])
-			}
-		}
-		for i, c := range s.Spaces {
-			cs, cf, err := validate(c, join(path, "spaces["+strconv.Quote(s.Keys[i])+"]"), depth+1)
-			if err != nil {
-				return 0, 0, err
-			}
-			size, flat = size+cs, flat+cf
-			if size > MaxElements || flat > MaxElements {
-				return 0, 0, fieldErr(path, "size exceeds the limit of %d", MaxElements)
-			}
-		}
-		return size, flat, nil
+		return validateDict(s, path, depth)
 	case *Tuple:
-		if s == nil {
-			return 0, 0, fieldErr(path, "nil space")
-		}
-		if depth >= MaxDepth {
-			return 0, 0, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
-		}
-		for i, c := range s.Spaces {
-			cs, cf, err := validate(c, join(path, "spaces["+strconv.Itoa(i)+"]"), depth+1)
-			if err != nil {
-				return 0, 0, err
-			}
-			size, flat = size+cs, flat+cf
-			if size > MaxElements || flat > MaxElements {
-				return 0, 0, fieldErr(path, "size exceeds the limit of %d", MaxElements)
-			}
-		}
-		return size, flat, nil
+		return validateChildren(s.Spaces, path, depth, func(i int) string { return strconv.Itoa(i) })
 	default:
 		// A Space implemented outside this package validates itself.
 		if err := s.Validate(); err != nil {
@@ -185,6 +97,111 @@ func validate(s Space, path string, depth int) (size, flat int, err error) {
 		}
 		return size, flat, nil
 	}
+}
+
+// isNilSpace reports whether s is nil or a nil pointer to one of this package's spaces.
+func isNilSpace(s Space) bool {
+	switch s := s.(type) {
+	case nil:
+		return true
+	case *Box:
+		return s == nil
+	case *Discrete:
+		return s == nil
+	case *MultiDiscrete:
+		return s == nil
+	case *MultiBinary:
+		return s == nil
+	case *Dict:
+		return s == nil
+	case *Tuple:
+		return s == nil
+	}
+	return false
+}
+
+func validateDiscrete(d *Discrete, path string) (size, flat int, err error) {
+	if d.N <= 0 {
+		return 0, 0, fieldErr(join(path, "n"), "must be positive, got %d", d.N)
+	}
+	if d.N > MaxElements {
+		return 0, 0, fieldErr(join(path, "n"), "%d exceeds the limit of %d", d.N, MaxElements)
+	}
+	if d.Start < -MaxElements || d.Start > MaxElements-d.N+1 {
+		return 0, 0, fieldErr(join(path, "start"), "%d puts values outside [-%d, %d] (not exact in float32)", d.Start, MaxElements, MaxElements)
+	}
+	return 1, int(d.N), nil
+}
+
+func validateMultiDiscrete(m *MultiDiscrete, path string) (size, flat int, err error) {
+	if len(m.Nvec) == 0 {
+		return 0, 0, fieldErr(join(path, "nvec"), "must not be empty")
+	}
+	if len(m.Nvec) > MaxElements {
+		return 0, 0, fieldErr(join(path, "nvec"), "%d entries exceed the limit of %d", len(m.Nvec), MaxElements)
+	}
+	for i, k := range m.Nvec {
+		p := join(path, "nvec["+strconv.Itoa(i)+"]")
+		if k <= 0 {
+			return 0, 0, fieldErr(p, "must be positive, got %d", k)
+		}
+		if k > MaxElements {
+			return 0, 0, fieldErr(p, "%d exceeds the limit of %d", k, MaxElements)
+		}
+		flat += int(k)
+		if flat > MaxElements {
+			return 0, 0, fieldErr(join(path, "nvec"), "flat dimension exceeds the limit of %d", MaxElements)
+		}
+	}
+	return len(m.Nvec), flat, nil
+}
+
+func validateMultiBinary(m *MultiBinary, path string) (size, flat int, err error) {
+	if m.N <= 0 {
+		return 0, 0, fieldErr(join(path, "n"), "must be positive, got %d", m.N)
+	}
+	if m.N > MaxElements {
+		return 0, 0, fieldErr(join(path, "n"), "%d exceeds the limit of %d", m.N, MaxElements)
+	}
+	return m.N, m.N, nil
+}
+
+func validateDict(d *Dict, path string, depth int) (size, flat int, err error) {
+	if depth >= MaxDepth {
+		return 0, 0, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
+	}
+	if len(d.Keys) != len(d.Spaces) {
+		return 0, 0, fieldErr(join(path, "keys"), "%d keys for %d spaces", len(d.Keys), len(d.Spaces))
+	}
+	for i, k := range d.Keys {
+		if !utf8.ValidString(k) {
+			return 0, 0, fieldErr(join(path, "keys["+strconv.Itoa(i)+"]"), "%q is not valid UTF-8", k)
+		}
+		if i > 0 && k <= d.Keys[i-1] {
+			return 0, 0, fieldErr(join(path, "keys["+strconv.Itoa(i)+"]"), "%q does not come after %q (keys must be sorted and unique)", k, d.Keys[i-1])
+		}
+	}
+	return validateChildren(d.Spaces, path, depth, func(i int) string { return strconv.Quote(d.Keys[i]) })
+}
+
+// validateChildren checks a Dict's or Tuple's children (at depth+1, each at
+// path.spaces[name(i)]) and returns the sums of their sizes and flat dimensions. A Dict's
+// depth is checked before its keys, so the second check here only stops a Tuple.
+func validateChildren(children []Space, path string, depth int, name func(i int) string) (size, flat int, err error) {
+	if depth >= MaxDepth {
+		return 0, 0, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
+	}
+	for i, c := range children {
+		cs, cf, err := validate(c, join(path, "spaces["+name(i)+"]"), depth+1)
+		if err != nil {
+			return 0, 0, err
+		}
+		size, flat = size+cs, flat+cf
+		if size > MaxElements || flat > MaxElements {
+			return 0, 0, fieldErr(path, "size exceeds the limit of %d", MaxElements)
+		}
+	}
+	return size, flat, nil
 }
 
 func validateBox(b *Box, path string) (size, flat int, err error) {
