@@ -45,30 +45,40 @@ func Resolve(m *inference.Model, spec *Spec, source string) (*Policy, error) {
 	if spec != nil {
 		p.Spec = *spec
 	}
-	s := &p.Spec
-	errf := func(field, format string, args ...any) error {
-		return &SpecError{Source: source, Field: field, Err: fmt.Errorf(format, args...)}
+	r := &resolver{m: m, p: p, s: &p.Spec}
+	for _, step := range []func() error{r.checkNames, r.states, r.observationInput, r.outputs, r.spacesAndDistribution} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	given := func(role, v string) {
-		p.Decisions = append(p.Decisions, Decision{Role: role, Value: v, Reason: "given by the spec (" + source + ")"})
-	}
-	decide := func(role, v, reason string) {
-		p.Decisions = append(p.Decisions, Decision{Role: role, Value: v, Reason: reason})
-	}
+	sort.SliceStable(p.Decisions, func(i, j int) bool { return roleRank(p.Decisions[i].Role) < roleRank(p.Decisions[j].Role) })
+	return p, nil
+}
 
-	// Explicit names must exist.
-	checkIn := func(field, name string) error {
-		if _, ok := m.Input(name); !ok {
-			return errf(field, "the model has no input %q (inputs: %s)", name, strings.Join(names(m.Inputs), ", "))
-		}
-		return nil
-	}
-	checkOut := func(field, name string) error {
-		if _, ok := m.Output(name); !ok {
-			return errf(field, "the model has no output %q (outputs: %s)", name, strings.Join(names(m.Outputs), ", "))
-		}
-		return nil
-	}
+// resolver holds one Resolve's state; its steps run in order, each deciding some roles.
+type resolver struct {
+	m *inference.Model
+	p *Policy
+	s *Spec // &p.Spec
+	// stateIn and stateOut are the RNN states' input and output names (after states).
+	stateIn, stateOut map[string]bool
+}
+
+func (r *resolver) errf(field, format string, args ...any) error {
+	return &SpecError{Source: r.p.Source, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func (r *resolver) given(role, v string) {
+	r.decide(role, v, "given by the spec ("+r.p.Source+")")
+}
+
+func (r *resolver) decide(role, v, reason string) {
+	r.p.Decisions = append(r.p.Decisions, Decision{Role: role, Value: v, Reason: reason})
+}
+
+// checkNames checks that every name the spec gives exists in the model.
+func (r *resolver) checkNames() error {
+	s := r.s
 	for _, c := range []struct {
 		field, name string
 		in          bool
@@ -77,159 +87,204 @@ func Resolve(m *inference.Model, spec *Spec, source string) (*Policy, error) {
 		if c.name == "" {
 			continue
 		}
-		check := checkOut
+		check := r.checkOut
 		if c.in {
-			check = checkIn
+			check = r.checkIn
 		}
 		if err := check(c.field, c.name); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, sp := range s.State {
-		if err := checkIn(fmt.Sprintf("state[%d].input", i), sp.Input); err != nil {
-			return nil, err
+		if err := r.checkIn(fmt.Sprintf("state[%d].input", i), sp.Input); err != nil {
+			return err
 		}
-		if err := checkOut(fmt.Sprintf("state[%d].output", i), sp.Output); err != nil {
-			return nil, err
+		if err := r.checkOut(fmt.Sprintf("state[%d].output", i), sp.Output); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// RNN states.
+func (r *resolver) checkIn(field, name string) error {
+	if _, ok := r.m.Input(name); !ok {
+		return r.errf(field, "the model has no input %q (inputs: %s)", name, strings.Join(names(r.m.Inputs), ", "))
+	}
+	return nil
+}
+
+func (r *resolver) checkOut(field, name string) error {
+	if _, ok := r.m.Output(name); !ok {
+		return r.errf(field, "the model has no output %q (outputs: %s)", name, strings.Join(names(r.m.Outputs), ", "))
+	}
+	return nil
+}
+
+// states decides the RNN states and fills stateIn and stateOut.
+func (r *resolver) states() error {
+	s := r.s
 	if s.StateSet {
 		for i, sp := range s.State {
-			given(fmt.Sprintf("state[%d]", i), sp.Input+" -> "+sp.Output)
+			r.given(fmt.Sprintf("state[%d]", i), sp.Input+" -> "+sp.Output)
 		}
 		if len(s.State) == 0 {
-			given("state", "none")
+			r.given("state", "none")
 		}
 	} else {
-		s.State = detectStates(m, s.ObservationInput, p)
+		s.State = detectStates(r.m, s.ObservationInput, r.p)
 		s.StateSet = true
 		if len(s.State) == 0 {
-			decide("state", "none", "no input pairs with an output by name (state_in_N/state_out_N, *_in/*_out, h/c, hidden) or by shape")
+			r.decide("state", "none", "no input pairs with an output by name (state_in_N/state_out_N, *_in/*_out, h/c, hidden) or by shape")
 		}
 	}
-	stateIn := map[string]bool{}
-	stateOut := map[string]bool{}
+	r.stateIn, r.stateOut = map[string]bool{}, map[string]bool{}
 	for _, sp := range s.State {
-		stateIn[sp.Input], stateOut[sp.Output] = true, true
+		r.stateIn[sp.Input], r.stateOut[sp.Output] = true, true
 	}
+	return nil
+}
 
-	// Observation input.
+// observationInput decides the observation input among the inputs that are not states.
+func (r *resolver) observationInput() error {
+	s := r.s
 	if s.ObservationInput != "" {
-		given("observation_input", s.ObservationInput)
+		r.given("observation_input", s.ObservationInput)
 	} else {
 		var rest []string
-		for _, in := range m.Inputs {
-			if !stateIn[in.Name] {
+		for _, in := range r.m.Inputs {
+			if !r.stateIn[in.Name] {
 				rest = append(rest, in.Name)
 			}
 		}
 		switch name, ok := firstKnown(rest, observationNames); {
 		case ok:
 			s.ObservationInput = name
-			decide("observation_input", name, "common export name")
+			r.decide("observation_input", name, "common export name")
 		case len(rest) == 1:
 			s.ObservationInput = rest[0]
-			decide("observation_input", rest[0], "the only input that is not an RNN state")
+			r.decide("observation_input", rest[0], "the only input that is not an RNN state")
 		case len(rest) == 0:
-			return nil, errf("observation_input", "every input of the model is an RNN state; name the observation input in the spec")
+			return r.errf("observation_input", "every input of the model is an RNN state; name the observation input in the spec")
 		default:
-			return nil, errf("observation_input", "cannot tell which of the inputs %s is the observation; name it in the spec", strings.Join(rest, ", "))
+			return r.errf("observation_input", "cannot tell which of the inputs %s is the observation; name it in the spec", strings.Join(rest, ", "))
 		}
 	}
-	if stateIn[s.ObservationInput] {
-		return nil, errf("observation_input", "%q is also an RNN state input", s.ObservationInput)
+	if r.stateIn[s.ObservationInput] {
+		return r.errf("observation_input", "%q is also an RNN state input", s.ObservationInput)
 	}
+	return nil
+}
 
-	// Value and log_std outputs, then the action output among the rest.
+// outputs decides the value and log_std outputs, then the action output among the rest.
+func (r *resolver) outputs() error {
+	s := r.s
 	var rest []string
-	for _, out := range m.Outputs {
-		if !stateOut[out.Name] {
+	for _, out := range r.m.Outputs {
+		if !r.stateOut[out.Name] {
 			rest = append(rest, out.Name)
 		}
 	}
 	if s.ValueOutput != "" {
-		given("value_output", s.ValueOutput)
+		r.given("value_output", s.ValueOutput)
 	} else if name, ok := firstKnown(without(rest, s.ActionOutput, s.LogStdOutput), valueNames); ok {
 		s.ValueOutput = name
-		decide("value_output", name, "common export name")
+		r.decide("value_output", name, "common export name")
 	} else {
-		decide("value_output", "", "no output has a common value name (value, vf, vf_preds, state_value, ...)")
+		r.decide("value_output", "", "no output has a common value name (value, vf, vf_preds, state_value, ...)")
 	}
 	if s.LogStdOutput != "" {
-		given("log_std_output", s.LogStdOutput)
+		r.given("log_std_output", s.LogStdOutput)
 	} else if name, ok := firstKnown(without(rest, s.ActionOutput, s.ValueOutput), logStdNames); ok && (s.Distribution == "" || s.Distribution == DiagGaussian) {
 		s.LogStdOutput = name
-		decide("log_std_output", name, "common export name for a separate log_std output")
+		r.decide("log_std_output", name, "common export name for a separate log_std output")
 	}
-	if s.ActionOutput != "" {
-		given("action_output", s.ActionOutput)
-	} else {
-		cands := without(rest, s.ValueOutput, s.LogStdOutput)
-		switch name, ok := firstKnown(cands, actionNames); {
-		case ok:
-			s.ActionOutput = name
-			decide("action_output", name, "common export name")
-		case len(cands) >= 1:
-			s.ActionOutput = cands[0]
-			decide("action_output", cands[0], "the first output that is not the value or an RNN state")
-		default:
-			return nil, errf("action_output", "no output is left for the action (outputs: %s)", strings.Join(names(m.Outputs), ", "))
-		}
+	if err := r.actionOutput(without(rest, s.ValueOutput, s.LogStdOutput)); err != nil {
+		return err
 	}
 	for _, c := range []struct{ field, name string }{{"value_output", s.ValueOutput}, {"log_std_output", s.LogStdOutput}} {
-		if c.name != "" && (c.name == s.ActionOutput || stateOut[c.name]) {
-			return nil, errf(c.field, "%q is already used as the action output or an RNN state output", c.name)
+		if c.name != "" && (c.name == s.ActionOutput || r.stateOut[c.name]) {
+			return r.errf(c.field, "%q is already used as the action output or an RNN state output", c.name)
 		}
 	}
+	return nil
+}
 
-	obsInfo, _ := m.Input(s.ObservationInput)
-	actInfo, _ := m.Output(s.ActionOutput)
+// actionOutput decides the action output among cands (the outputs that are neither states
+// nor the value or log_std).
+func (r *resolver) actionOutput(cands []string) error {
+	s := r.s
+	if s.ActionOutput != "" {
+		r.given("action_output", s.ActionOutput)
+		return nil
+	}
+	switch name, ok := firstKnown(cands, actionNames); {
+	case ok:
+		s.ActionOutput = name
+		r.decide("action_output", name, "common export name")
+	case len(cands) >= 1:
+		s.ActionOutput = cands[0]
+		r.decide("action_output", cands[0], "the first output that is not the value or an RNN state")
+	default:
+		return r.errf("action_output", "no output is left for the action (outputs: %s)", strings.Join(names(r.m.Outputs), ", "))
+	}
+	return nil
+}
+
+// spacesAndDistribution decides the observation space, the distribution and the action
+// space, and checks the widths they imply against the model.
+func (r *resolver) spacesAndDistribution() error {
+	s := r.s
+	actInfo, _ := r.m.Output(s.ActionOutput)
 	width := rowWidth(actInfo)
 	if width == tooWide {
-		return nil, errf("action_output", "the action output %s has more than %d values per row", actInfo, spaces.MaxElements)
+		return r.errf("action_output", "the action output %s has more than %d values per row", actInfo, spaces.MaxElements)
 	}
-
-	// Spaces.
-	if s.ObservationSpace != nil {
-		given("observation_space", spaces.String(s.ObservationSpace))
-	} else {
-		shape := rowShape(obsInfo)
-		if shape == nil {
-			return nil, errf("observation_space", "the observation input %s has dynamic feature dimensions; give observation_space in the spec", obsInfo)
-		}
-		if _, err := spaces.CheckedSize(shape...); err != nil {
-			return nil, errf("observation_space", "the observation input %s is too large for a space: %v", obsInfo, err)
-		}
-		inf := float32(math.Inf(1))
-		s.ObservationSpace = spaces.NewBox(-inf, inf, shape...)
-		decide("observation_space", spaces.String(s.ObservationSpace), "unbounded Box of the observation input's shape without its batch axis")
+	if err := r.observationSpace(); err != nil {
+		return err
 	}
-
-	// Distribution and action space.
 	if s.Distribution != "" {
-		given("distribution", s.Distribution)
+		r.given("distribution", s.Distribution)
 	} else {
 		d, why := detectDistribution(s, actInfo, width)
 		s.Distribution = d
-		decide("distribution", d, why)
+		r.decide("distribution", d, why)
 	}
 	if s.ActionSpace != nil {
-		given("action_space", spaces.String(s.ActionSpace))
+		r.given("action_space", spaces.String(s.ActionSpace))
 	} else {
 		as, err := detectActionSpace(s, actInfo, width)
 		if err != nil {
-			return nil, errf("action_space", "%v", err)
+			return r.errf("action_space", "%v", err)
 		}
 		s.ActionSpace = as
-		decide("action_space", spaces.String(as), "from the distribution and the width of the action output")
+		r.decide("action_space", spaces.String(as), "from the distribution and the width of the action output")
 	}
-	if err := checkWidths(s, m, width); err != nil {
-		return nil, &SpecError{Source: source, Err: err}
+	if err := checkWidths(s, r.m, width); err != nil {
+		return &SpecError{Source: r.p.Source, Err: err}
 	}
-	sort.SliceStable(p.Decisions, func(i, j int) bool { return roleRank(p.Decisions[i].Role) < roleRank(p.Decisions[j].Role) })
-	return p, nil
+	return nil
+}
+
+// observationSpace decides the observation space: given, or an unbounded Box of the
+// observation input's row shape.
+func (r *resolver) observationSpace() error {
+	s := r.s
+	if s.ObservationSpace != nil {
+		r.given("observation_space", spaces.String(s.ObservationSpace))
+		return nil
+	}
+	obsInfo, _ := r.m.Input(s.ObservationInput)
+	shape := rowShape(obsInfo)
+	if shape == nil {
+		return r.errf("observation_space", "the observation input %s has dynamic feature dimensions; give observation_space in the spec", obsInfo)
+	}
+	if _, err := spaces.CheckedSize(shape...); err != nil {
+		return r.errf("observation_space", "the observation input %s is too large for a space: %v", obsInfo, err)
+	}
+	inf := float32(math.Inf(1))
+	s.ObservationSpace = spaces.NewBox(-inf, inf, shape...)
+	r.decide("observation_space", spaces.String(s.ObservationSpace), "unbounded Box of the observation input's shape without its batch axis")
+	return nil
 }
 
 var roleOrder = []string{"observation_input", "action_output", "value_output", "log_std_output", "state",
