@@ -237,136 +237,162 @@ var allowedFields = map[string][]string{
 // decode decodes one space; path is the field path of this space ("" at the root, where
 // the path becomes the type's name).
 func decode(raw json.RawMessage, path string, depth int) (Space, error) {
-	if depth > MaxDepth {
-		return nil, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
-	}
-	fields, err := parseObject(raw, path)
+	typ, fields, path, err := decodeHeader(raw, path, depth)
 	if err != nil {
 		return nil, err
-	}
-	traw, ok := lookup(fields, "type")
-	if !ok {
-		return nil, fieldErr(join(path, "type"), "required field missing")
-	}
-	var typ string
-	if err := json.Unmarshal(traw, &typ); err != nil {
-		return nil, fieldErr(join(path, "type"), "must be a string, got %s", excerpt(traw))
-	}
-	allowed, ok := allowedFields[typ]
-	if !ok {
-		return nil, fieldErr(join(path, "type"), "unknown space type %q (want Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple)", typ)
-	}
-	if path == "" {
-		path = typ
-	}
-	if err := duplicate(fields, path); err != nil {
-		return nil, err
-	}
-	for _, f := range fields {
-		known := false
-		for _, a := range allowed {
-			known = known || f.key == a
-		}
-		if !known {
-			return nil, fieldErr(join(path, f.key), "unknown field for %s", typ)
-		}
-	}
-	if (typ == "Dict" || typ == "Tuple") && depth >= MaxDepth {
-		return nil, fieldErr(path, "nesting deeper than %d levels", MaxDepth)
-	}
-	required := func(key string) (json.RawMessage, error) {
-		v, ok := lookup(fields, key)
-		if !ok {
-			return nil, fieldErr(join(path, key), "required field missing")
-		}
-		return v, nil
 	}
 	switch typ {
 	case "Box":
 		return decodeBox(fields, path)
 	case "Discrete":
-		nraw, err := required("n")
-		if err != nil {
-			return nil, err
-		}
-		d := &Discrete{}
-		if d.N, err = parseInt(nraw, join(path, "n")); err != nil {
-			return nil, err
-		}
-		if sraw, ok := lookup(fields, "start"); ok {
-			if d.Start, err = parseInt(sraw, join(path, "start")); err != nil {
-				return nil, err
-			}
-		}
-		return d, nil
+		return decodeDiscrete(fields, path)
 	case "MultiDiscrete":
-		nraw, err := required("nvec")
-		if err != nil {
-			return nil, err
-		}
-		nvec, err := parseInts(nraw, join(path, "nvec"))
-		if err != nil {
-			return nil, err
-		}
-		return &MultiDiscrete{Nvec: nvec}, nil
+		return decodeMultiDiscrete(fields, path)
 	case "MultiBinary":
-		nraw, err := required("n")
-		if err != nil {
-			return nil, err
-		}
-		n, err := parseInt(nraw, join(path, "n"))
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return nil, fieldErr(join(path, "n"), "must be positive, got %d", n)
-		}
-		if n > MaxElements {
-			return nil, fieldErr(join(path, "n"), "%d exceeds the limit of %d", n, MaxElements)
-		}
-		return &MultiBinary{N: int(n)}, nil
+		return decodeMultiBinary(fields, path)
 	case "Dict":
-		sraw, err := required("spaces")
-		if err != nil {
-			return nil, err
-		}
-		sp := join(path, "spaces")
-		children, err := parseObject(sraw, sp)
-		if err != nil {
-			return nil, err
-		}
-		if err := duplicate(children, sp); err != nil {
-			return nil, err
-		}
-		m := make(map[string]Space, len(children))
-		for _, c := range children {
-			s, err := decode(c.val, sp+"["+strconv.Quote(c.key)+"]", depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[c.key] = s
-		}
-		return NewDict(m), nil
+		return decodeDict(fields, path, depth)
 	default: // Tuple
-		sraw, err := required("spaces")
+		return decodeTuple(fields, path, depth)
+	}
+}
+
+// decodeHeader parses a space's object and returns its type, its fields (each known for
+// the type, none twice) and its path (at: path, or the type's name at the root).
+func decodeHeader(raw json.RawMessage, path string, depth int) (typ string, fields []field, at string, err error) {
+	if depth > MaxDepth {
+		return "", nil, "", fieldErr(path, "nesting deeper than %d levels", MaxDepth)
+	}
+	if fields, err = parseObject(raw, path); err != nil {
+		return "", nil, "", err
+	}
+	traw, ok := lookup(fields, "type")
+	if !ok {
+		return "", nil, "", fieldErr(join(path, "type"), "required field missing")
+	}
+	if err := json.Unmarshal(traw, &typ); err != nil {
+		return "", nil, "", fieldErr(join(path, "type"), "must be a string, got %s", excerpt(traw))
+	}
+	allowed, ok := allowedFields[typ]
+	if !ok {
+		return "", nil, "", fieldErr(join(path, "type"), "unknown space type %q (want Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple)", typ)
+	}
+	if path == "" {
+		path = typ
+	}
+	if err := duplicate(fields, path); err != nil {
+		return "", nil, "", err
+	}
+	for _, f := range fields {
+		if !slices.Contains(allowed, f.key) {
+			return "", nil, "", fieldErr(join(path, f.key), "unknown field for %s", typ)
+		}
+	}
+	if (typ == "Dict" || typ == "Tuple") && depth >= MaxDepth {
+		return "", nil, "", fieldErr(path, "nesting deeper than %d levels", MaxDepth)
+	}
+	return typ, fields, path, nil
+}
+
+// required returns the field key of a space at path, or the error that names it missing.
+func required(fields []field, path, key string) (json.RawMessage, error) {
+	v, ok := lookup(fields, key)
+	if !ok {
+		return nil, fieldErr(join(path, key), "required field missing")
+	}
+	return v, nil
+}
+
+func decodeDiscrete(fields []field, path string) (Space, error) {
+	nraw, err := required(fields, path, "n")
+	if err != nil {
+		return nil, err
+	}
+	d := &Discrete{}
+	if d.N, err = parseInt(nraw, join(path, "n")); err != nil {
+		return nil, err
+	}
+	if sraw, ok := lookup(fields, "start"); ok {
+		if d.Start, err = parseInt(sraw, join(path, "start")); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func decodeMultiDiscrete(fields []field, path string) (Space, error) {
+	nraw, err := required(fields, path, "nvec")
+	if err != nil {
+		return nil, err
+	}
+	nvec, err := parseInts(nraw, join(path, "nvec"))
+	if err != nil {
+		return nil, err
+	}
+	return &MultiDiscrete{Nvec: nvec}, nil
+}
+
+func decodeMultiBinary(fields []field, path string) (Space, error) {
+	nraw, err := required(fields, path, "n")
+	if err != nil {
+		return nil, err
+	}
+	n, err := parseInt(nraw, join(path, "n"))
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, fieldErr(join(path, "n"), "must be positive, got %d", n)
+	}
+	if n > MaxElements {
+		return nil, fieldErr(join(path, "n"), "%d exceeds the limit of %d", n, MaxElements)
+	}
+	return &MultiBinary{N: int(n)}, nil
+}
+
+func decodeDict(fields []field, path string, depth int) (Space, error) {
+	sraw, err := required(fields, path, "spaces")
+	if err != nil {
+		return nil, err
+	}
+	sp := join(path, "spaces")
+	children, err := parseObject(sraw, sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := duplicate(children, sp); err != nil {
+		return nil, err
+	}
+	m := make(map[string]Space, len(children))
+	for _, c := range children {
+		s, err := decode(c.val, sp+"["+strconv.Quote(c.key)+"]", depth+1)
 		if err != nil {
 			return nil, err
 		}
-		sp := join(path, "spaces")
-		var children []json.RawMessage
-		if err := json.Unmarshal(sraw, &children); err != nil || children == nil {
-			return nil, fieldErr(sp, "must be an array, got %s", excerpt(sraw))
-		}
-		t := &Tuple{Spaces: make([]Space, 0, len(children))}
-		for i, c := range children {
-			s, err := decode(c, sp+"["+strconv.Itoa(i)+"]", depth+1)
-			if err != nil {
-				return nil, err
-			}
-			t.Spaces = append(t.Spaces, s)
-		}
-		return t, nil
+		m[c.key] = s
 	}
+	return NewDict(m), nil
+}
+
+func decodeTuple(fields []field, path string, depth int) (Space, error) {
+	sraw, err := required(fields, path, "spaces")
+	if err != nil {
+		return nil, err
+	}
+	sp := join(path, "spaces")
+	var children []json.RawMessage
+	if err := json.Unmarshal(sraw, &children); err != nil || children == nil {
+		return nil, fieldErr(sp, "must be an array, got %s", excerpt(sraw))
+	}
+	t := &Tuple{Spaces: make([]Space, 0, len(children))}
+	for i, c := range children {
+		s, err := decode(c, sp+"["+strconv.Itoa(i)+"]", depth+1)
+		if err != nil {
+			return nil, err
+		}
+		t.Spaces = append(t.Spaces, s)
+	}
+	return t, nil
 }
 
 func decodeBox(fields []field, path string) (Space, error) {
