@@ -400,60 +400,17 @@ func batchAxis(v ValueInfo, dimValues map[string]int64) int {
 // buffers. Probing is what makes exported models with odd output dimension names (or none)
 // work: the shapes the runtime produces are the truth.
 func (s *Session) resolveOutputs(opts Options) error {
-	probe := func(n int) ([][]int64, error) {
-		ins := make([]ort.Value, len(s.inputs))
-		defer func() {
-			for _, v := range ins {
-				if v != nil {
-					v.Destroy()
-				}
-			}
-		}()
-		for i, t := range s.inputs {
-			shape := t.shapeAt(nil, s.inBase[i], n)
-			tmp := &Tensor{Info: t.Info}
-			elems, err := tensorElems(t.Info.Name, shape, -1, 0)
-			if err != nil {
-				return nil, err
-			}
-			if err := tmp.alloc(elems); err != nil {
-				return nil, err
-			}
-			v, err := tmp.ortValue(shape)
-			if err != nil {
-				return nil, fmt.Errorf("inference: probe input %q: %w", t.Info.Name, err)
-			}
-			ins[i] = v
-		}
-		outs := make([]ort.Value, len(s.model.Outputs))
-		if err := s.sess.Run(ins, outs); err != nil {
-			return nil, &ModelError{Path: s.model.Path, Err: fmt.Errorf("running the model at batch %d with zero inputs failed: %w", n, err)}
-		}
-		shapes := make([][]int64, len(outs))
-		for i, v := range outs {
-			if v == nil {
-				continue
-			}
-			if v.GetONNXType() != ort.ONNXTypeTensor {
-				v.Destroy()
-				return nil, &TypeError{Name: s.model.Outputs[i].Name, Detail: "output is not a tensor (sequences and maps are not supported)"}
-			}
-			shapes[i] = slices.Clone([]int64(v.GetShape()))
-			v.Destroy()
-		}
-		return shapes, nil
-	}
 	first := 1
 	if s.fixed > 0 {
 		first = s.fixed
 	}
-	one, err := probe(first)
+	one, err := s.probe(first)
 	if err != nil {
 		return err
 	}
 	var two [][]int64
 	if s.fixed == 0 && s.capacity >= 2 {
-		if two, err = probe(2); err != nil {
+		if two, err = s.probe(2); err != nil {
 			return err
 		}
 	}
@@ -461,30 +418,15 @@ func (s *Session) resolveOutputs(opts Options) error {
 		if !info.ElemType.Supported() {
 			return &TypeError{Name: info.Name, Want: info.ElemType, Detail: "output element type not supported (float32, float64, int32, int64, uint8 and bool are)"}
 		}
-		t := &Tensor{Info: info, BatchAxis: -1}
-		base := one[i]
-		switch {
-		case s.fixed > 0:
-			if len(base) > 0 && base[0] == int64(s.fixed) {
-				t.BatchAxis = 0
-			}
-		case two != nil:
-			if len(two[i]) != len(base) {
-				return &ModelError{Path: s.model.Path, Err: fmt.Errorf("output %q changes rank with the batch size (%v at batch 1, %v at batch 2)", info.Name, base, two[i])}
-			}
-			for ax := range base {
-				if base[ax] == two[i][ax] {
-					continue
-				}
-				if t.BatchAxis >= 0 || base[ax] != 1 || two[i][ax] != 2 {
-					return &ModelError{Path: s.model.Path, Err: fmt.Errorf("output %q does not have one batch axis (%v at batch 1, %v at batch 2)", info.Name, base, two[i])}
-				}
-				t.BatchAxis = ax
-			}
-		default:
-			t.BatchAxis = batchAxis(info, opts.DimValues)
+		var at2 []int64
+		if two != nil {
+			at2 = two[i]
 		}
-		base = slices.Clone(base)
+		t := &Tensor{Info: info}
+		if t.BatchAxis, err = s.outputBatchAxis(info, one[i], at2, opts); err != nil {
+			return err
+		}
+		base := slices.Clone(one[i])
 		if s.fixed > 0 && t.BatchAxis == 0 {
 			base[0] = 1
 		}
@@ -499,6 +441,87 @@ func (s *Session) resolveOutputs(opts Options) error {
 		s.outputs = append(s.outputs, t)
 	}
 	return nil
+}
+
+// outputBatchAxis decides an output's batch axis (-1 for none) from its shapes at the first
+// probe (base: batch 1, or the model's fixed batch) and at batch 2 (two, nil when not probed).
+func (s *Session) outputBatchAxis(info ValueInfo, base, two []int64, opts Options) (int, error) {
+	switch {
+	case s.fixed > 0:
+		if len(base) > 0 && base[0] == int64(s.fixed) {
+			return 0, nil
+		}
+		return -1, nil
+	case two != nil:
+		if len(two) != len(base) {
+			return 0, &ModelError{Path: s.model.Path, Err: fmt.Errorf("output %q changes rank with the batch size (%v at batch 1, %v at batch 2)", info.Name, base, two)}
+		}
+		axis := -1
+		for ax := range base {
+			if base[ax] == two[ax] {
+				continue
+			}
+			if axis >= 0 || base[ax] != 1 || two[ax] != 2 {
+				return 0, &ModelError{Path: s.model.Path, Err: fmt.Errorf("output %q does not have one batch axis (%v at batch 1, %v at batch 2)", info.Name, base, two)}
+			}
+			axis = ax
+		}
+		return axis, nil
+	default:
+		return batchAxis(info, opts.DimValues), nil
+	}
+}
+
+// probe runs the model at batch n with zeros in every input and returns the outputs' shapes
+// (nil for an output the runtime left out).
+func (s *Session) probe(n int) ([][]int64, error) {
+	ins := make([]ort.Value, len(s.inputs))
+	defer func() {
+		for _, v := range ins {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	for i, t := range s.inputs {
+		shape := t.shapeAt(nil, s.inBase[i], n)
+		tmp := &Tensor{Info: t.Info}
+		elems, err := tensorElems(t.Info.Name, shape, -1, 0)
+		if err != nil {
+			return nil, err
+		}
+		if err := tmp.alloc(elems); err != nil {
+			return nil, err
+		}
+		v, err := tmp.ortValue(shape)
+		if err != nil {
+			return nil, fmt.Errorf("inference: probe input %q: %w", t.Info.Name, err)
+		}
+		ins[i] = v
+	}
+	outs := make([]ort.Value, len(s.model.Outputs))
+	if err := s.sess.Run(ins, outs); err != nil {
+		return nil, &ModelError{Path: s.model.Path, Err: fmt.Errorf("running the model at batch %d with zero inputs failed: %w", n, err)}
+	}
+	shapes := make([][]int64, len(outs))
+	var err error
+	for i, v := range outs {
+		if v == nil {
+			continue
+		}
+		switch {
+		case err != nil: // only destroyed
+		case v.GetONNXType() != ort.ONNXTypeTensor:
+			err = &TypeError{Name: s.model.Outputs[i].Name, Detail: "output is not a tensor (sequences and maps are not supported)"}
+		default:
+			shapes[i] = slices.Clone([]int64(v.GetShape()))
+		}
+		v.Destroy()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return shapes, nil
 }
 
 // allocTensor allocates a tensor's buffer, on pages of its own where the session pins them.
