@@ -10,16 +10,16 @@ import (
 	"github.com/onnxrl/sampler/internal/prefetch"
 )
 
-// cut emits the complete transitions of every listed record into r.out and keeps, of the
+// cut emits the complete transitions of every listed record into out and keeps, of the
 // running ones, the last observation and pending action. When the step that filled the
 // fragment went beyond it (stepDone), the transitions past the fragment's end stay for the
 // next cut, and so do their env steps.
-func (r *Runner) cut() {
+func (r *Runner) cut(out *MultiAgentBatch) {
 	left := 0 // env steps beyond the fragment
 	if r.mode.exact && r.frag.sinceCutEnv > r.mode.target {
 		left = r.frag.sinceCutEnv - r.mode.target
 	}
-	r.out.EnvSteps += r.frag.sinceCutEnv - left
+	out.EnvSteps += r.frag.sinceCutEnv - left
 	leftAgent := 0
 	kept := r.frag.listed[:0]
 	for i, a := range r.frag.listed {
@@ -33,7 +33,7 @@ func (r *Runner) cut() {
 			k = int(a.cutAt) - 1
 			a.cutAt = 0
 		}
-		r.emitFirst(a, k)
+		r.emitFirst(out, a, k)
 		if a.ep == nil && k == a.n { // its episode ended: the record is finished
 			a.listed = false
 			a.pol.putRec(a)
@@ -52,20 +52,35 @@ func (r *Runner) cut() {
 	r.frag.sinceCutEnv, r.frag.sinceCutAgent = left, leftAgent
 }
 
-// emit appends the record's complete transitions to its policy's batch in r.out, with GAE
-// when configured.
-func (r *Runner) emit(a *agentRec) { r.emitFirst(a, a.n) }
+// cutRows returns the number of rows cut emits for policy p.
+func (r *Runner) cutRows(p *policy) int {
+	n := 0
+	for _, a := range r.frag.listed {
+		if a.pol == p && a.collect {
+			if a.cutAt > 0 {
+				n += int(a.cutAt) - 1
+			} else {
+				n += a.n
+			}
+		}
+	}
+	return n
+}
 
-// emitFirst is emit for the first n complete transitions only (n <= a.n): the end flags are
-// those of the last transition, when n is all of them; GAE bootstraps with the value of
-// observation n.
-func (r *Runner) emitFirst(a *agentRec, n int) {
+// emit appends the record's complete transitions to its policy's batch in r.out (the
+// complete_episodes batch), with GAE when configured.
+func (r *Runner) emit(a *agentRec) { r.emitFirst(&r.out, a, a.n) }
+
+// emitFirst appends the first n complete transitions of the record (n <= a.n) to its policy's
+// batch in out: the end flags are those of the last transition, when n is all of them; GAE
+// bootstraps with the value of observation n.
+func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int) {
 	if n == 0 || !a.collect {
 		return
 	}
 	p := a.pol
 	l := &p.lay
-	b := r.out.PolicyBatches[p.id]
+	b := out.PolicyBatches[p.id]
 	w, aw, dw, s := p.obsW, p.actW, p.distW, l.stride
 	tr := a.tr[:(n+1)*s] // rows o_0..o_n: o_n is the last transition's new observation
 	obs, newObs, acts := grow.N(&b.Obs, n*w), grow.N(&b.NewObs, n*w), grow.N(&b.Actions, n*aw)
@@ -149,7 +164,7 @@ func (r *Runner) emitFirst(a *agentRec, n int) {
 		r.gae(b, tr, s, l.rew, vfAt, n, last)
 	}
 	b.Count += n
-	r.out.AgentSteps += n
+	out.AgentSteps += n
 }
 
 // emitInfos appends the infos of the record's first n transitions to b.Infos, which is empty

@@ -285,15 +285,17 @@ func New(cfg Config) (*Runner, error) {
 	}
 	r.mode.target = cfg.FragmentLength * cfg.NumEnvs
 	r.proto = r.pickProtocol()
-	if r.mode.collect && len(r.policies) == 1 {
-		// The first fragment of a single policy has at least target rows. Under the
-		// columnar protocol every sub-environment steps every step, so the fragment comes
-		// and is reserved whole: grown from a part (doubling, each copy fresh memory and
-		// garbage), the first batch of 4096 sub-environments cost `sample run` 0.3 s (2M
-		// steps in 1.0 s against 0.7 s reserved whole). Otherwise at most firstReserve are reserved up front: an ExternalEnv's
-		// target (its most concurrent episodes times the fragment) may be far more than a
-		// short session collects, and a larger first fragment grows as it fills (Take
-		// sizes the later ones).
+	if r.mode.complete && r.mode.collect && len(r.policies) == 1 {
+		// complete_episodes: the episodes are emitted into r.out as they end, and the first
+		// fragment of a single policy has at least target rows. Under the columnar protocol
+		// every sub-environment steps every step, so the fragment comes and is reserved
+		// whole: grown from a part (doubling, each copy fresh memory and garbage), the first
+		// batch of 4096 sub-environments cost `sample run` 0.3 s (2M steps in 1.0 s against
+		// 0.7 s reserved whole). Otherwise at most firstReserve are reserved up front: an
+		// ExternalEnv's target (its most concurrent episodes times the fragment) may be far
+		// more than a short session collects, and a larger first fragment grows as it fills
+		// (Take sizes the later ones). In truncate_episodes mode Take sizes each batch for
+		// its fragment.
 		p, rows := r.policies[0], min(r.mode.target, firstReserve)
 		if r.neverWaits() {
 			rows = r.mode.target
@@ -316,6 +318,13 @@ func New(cfg Config) (*Runner, error) {
 
 // firstReserve is the most rows New reserves for a runner's first fragment (see New).
 const firstReserve = 1 << 16
+
+// layOut sets the layout of b, an empty batch of policy p, and gives it room for rows rows.
+func (r *Runner) layOut(b *SampleBatch, p *policy, rows int) {
+	b.setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+	b.StatePerSequence = r.cfg.StatePerSequence && len(p.stateW) > 0
+	r.reserve(b, p, rows)
+}
 
 // reserve gives b, policy p's batch, room for rows rows of the columns the runner fills.
 func (r *Runner) reserve(b *SampleBatch, p *policy, rows int) {
@@ -394,27 +403,35 @@ func (r *Runner) Ready() bool {
 // Take moves what is collected into dst (after emptying dst) and calls OnSampleResult: in
 // truncate_episodes mode every running episode is cut here; in complete_episodes mode dst
 // gets the episodes that ended. It does so whether or not the fragment is complete, so a
-// run's last partial fragment is taken the same way. dst's storage becomes the runner's for
-// the next fragment, sized at once for one like this (so that even a fresh dst each time
-// costs one allocation a column, not a doubling series).
+// run's last partial fragment is taken the same way.
+//
+// In truncate_episodes mode the fragment is written straight into dst's storage, sized at
+// once for it (so that even a fresh dst each time costs one allocation a column, not a
+// doubling series): a caller that passes the same batch back each time has the runner fill
+// one storage only. In complete_episodes mode the episodes are emitted as they end, into the
+// runner's own batch: dst takes its storage, and dst's storage becomes the runner's for the
+// next fragment, sized for one like this.
 func (r *Runner) Take(dst *MultiAgentBatch) {
 	t0 := time.Now()
 	r.proto.settle()
-	if !r.mode.complete {
-		r.cut()
+	dst.empty()
+	if r.mode.complete {
+		r.out, *dst = *dst, r.out
+		for _, p := range r.policies {
+			r.layOut(r.out.Policy(p.id), p, dst.Policy(p.id).Count)
+		}
+	} else {
+		for _, p := range r.policies {
+			r.layOut(dst.Policy(p.id), p, r.cutRows(p))
+		}
+		r.cut(dst)
 	}
 	ntcopy.Fence() // emitFirst's non-temporal stores, before the batch leaves this goroutine
-	dst.empty()
-	r.out, *dst = *dst, r.out
 	for _, b := range dst.PolicyBatches {
 		b.dropStaleIDs() // what the fragment's rows did not write over
 	}
 	for _, p := range r.policies {
 		b := dst.Policy(p.id)
-		out := r.out.Policy(p.id)
-		out.setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
-		out.StatePerSequence = r.cfg.StatePerSequence && len(p.stateW) > 0
-		r.reserve(out, p, b.Count)
 		b.Model = nil
 		if p.conn != nil {
 			b.Model = p.conn.Policy
