@@ -290,25 +290,8 @@ func (e *ExternalMultiAgentEnv) LogAction(id string, obs, actions map[env.AgentI
 // A reward, or an agent's sum of rewards for its step, that float32 cannot hold is refused
 // with a *RewardError (ErrBadReward) and nothing of the call is logged.
 func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) error {
-	for agent := range rewards {
-		if agent == "" {
-			return fmt.Errorf("%w: episode %q: reward for an empty agent id", ErrBadObservation, id)
-		}
-	}
-	for agent := range dones {
-		if agent == "" {
-			return fmt.Errorf("%w: episode %q: done for an empty agent id", ErrBadObservation, id)
-		}
-	}
-	for agent, v := range info {
-		if agent == "" {
-			return fmt.Errorf("%w: episode %q: info for an empty agent id", ErrBadObservation, id)
-		}
-		switch v.(type) {
-		case env.Info, map[string]any, nil:
-		default:
-			return fmt.Errorf("externalenv: episode %q: info of agent %q is a %T, want env.Info or map[string]any (info maps agent ids to their infos)", id, agent, v)
-		}
+	if err := checkReturnsArgs(id, rewards, dones, info); err != nil {
+		return err
 	}
 	ep, err := e.c.lock(id)
 	if err != nil {
@@ -316,25 +299,7 @@ func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]fl
 	}
 	defer ep.mu.Unlock()
 	if e.c.maxAgents < len(ep.agents)+len(rewards)+len(dones)+len(info) {
-		added := 0
-		for agent := range rewards {
-			if ep.agent(agent, false) < 0 {
-				added++
-			}
-		}
-		for agent := range dones {
-			if _, dup := rewards[agent]; !dup && ep.agent(agent, false) < 0 {
-				added++
-			}
-		}
-		for agent := range info {
-			_, r := rewards[agent]
-			_, d := dones[agent]
-			if !r && !d && ep.agent(agent, false) < 0 {
-				added++
-			}
-		}
-		if err := e.c.checkAgentCount(ep, added); err != nil {
+		if err := e.c.checkAgentCount(ep, ep.newAgents(rewards, dones, info)); err != nil {
 			return err
 		}
 	}
@@ -366,6 +331,56 @@ func (e *ExternalMultiAgentEnv) LogReturns(id string, rewards map[env.AgentID]fl
 		}
 	}
 	return nil
+}
+
+// checkReturnsArgs refuses LogReturns' maps when an agent id is empty or an info is of a
+// type other than env.Info, map[string]any or nil.
+func checkReturnsArgs(id string, rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) error {
+	for agent := range rewards {
+		if agent == "" {
+			return fmt.Errorf("%w: episode %q: reward for an empty agent id", ErrBadObservation, id)
+		}
+	}
+	for agent := range dones {
+		if agent == "" {
+			return fmt.Errorf("%w: episode %q: done for an empty agent id", ErrBadObservation, id)
+		}
+	}
+	for agent, v := range info {
+		if agent == "" {
+			return fmt.Errorf("%w: episode %q: info for an empty agent id", ErrBadObservation, id)
+		}
+		switch v.(type) {
+		case env.Info, map[string]any, nil:
+		default:
+			return fmt.Errorf("externalenv: episode %q: info of agent %q is a %T, want env.Info or map[string]any (info maps agent ids to their infos)", id, agent, v)
+		}
+	}
+	return nil
+}
+
+// newAgents counts the agents that rewards, dones and info name and the episode has not
+// seen, each once.
+func (ep *episode) newAgents(rewards map[env.AgentID]float64, dones map[env.AgentID]bool, info env.Info) int {
+	added := 0
+	for agent := range rewards {
+		if ep.agent(agent, false) < 0 {
+			added++
+		}
+	}
+	for agent := range dones {
+		if _, dup := rewards[agent]; !dup && ep.agent(agent, false) < 0 {
+			added++
+		}
+	}
+	for agent := range info {
+		_, r := rewards[agent]
+		_, d := dones[agent]
+		if !r && !d && ep.agent(agent, false) < 0 {
+			added++
+		}
+	}
+	return added
 }
 
 // EndEpisode reports the final observations of episode id (terminated: the episode reached
