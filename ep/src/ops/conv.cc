@@ -2,8 +2,13 @@
 // groups (depthwise included); auto_pad NOTSET only. Also Window2d, which the pools share.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "../lower_util.h"
+// The Winograd transforms below pass GCC vectors between always_inline helpers only (simd.h):
+// the ABI note -Wpsabi gives for them does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include "../simd.h"
 #include "nn.h"
 #include "ops.h"
 #include "../cuda/device_args.h"
@@ -149,6 +154,273 @@ PatchFn PatchFor(int64_t kw) {
 
 }  // namespace
 
+// Winograd F(2x2, 2x2) for a convolution whose kernel is twice its stride in both directions
+// (no pads, no dilation, one group): a Nature CNN's 8x8/4 and 4x4/2 layers. Its input seen in
+// blocks of stride x stride (space to depth) is Q = C * sh * sw channels, X[q][u][v] =
+// x[c][sh u + a0][sw v + b0] for q = (c, a0, b0), and the convolution is a 2x2 one of stride 1
+// over X, with weights W'[o][q][a1][b1] = w[o][c][sh a1 + a0][sw b1 + b0]. Each 2x2 tile of
+// outputs is then 9 products of transformed 3x3 inputs by transformed weights, where the direct
+// form makes 16 (1-D: y0 = d0 g0 + d1 g1 and y1 = d1 g0 + d2 g1 from m0 = (d0 - d1) g0,
+// m1 = d1 (g0 + g1), m2 = (d2 - d1) g1 as y0 = m0 + m1, y1 = m1 + m2): 9/16 of the
+// multiply-adds, as 9 matrix multiplies [tiles][Q] x [Q][OC] (the packed Gemm of gemm.h). The
+// transforms only add and subtract (the weights', in double, once), so the outputs differ from
+// the direct form's by rounding, no more than its own (ops_test: 1.7e-5 against 2.3e-5 of 30).
+namespace {
+
+constexpr int64_t kWinoPad = 16;  // Q and OC are padded to whole 16-float vectors in the buffers
+// Tiles per multiply, at least (a Nature CNN's first layer on 16 images, alone: 40 tiles
+// 777-787 us, 64 797-799, 80 794-808).
+constexpr int64_t kWinoTiles = 40;
+
+int64_t WinoRound(int64_t n) { return (n + kWinoPad - 1) / kWinoPad * kWinoPad; }
+
+// WinoGeometry is what a Winograd convolution's loops need of one signature.
+struct WinoGeometry {
+  int64_t C, H, W, OC, OH, OW, sh, sw;
+  int64_t Q, Qp, OCp;   // space-to-depth channels, and both padded to 16
+  int64_t XH, XW;       // X's rows and columns within the input: floor(H / sh), floor(W / sw)
+  int64_t TI, TJ;       // tiles per column and per row: ceil(OH / 2), ceil(OW / 2)
+  int64_t XC;           // the columns of X one row of tiles reads: 2 TJ + 1
+};
+
+// WinoFill writes row u of X (one image's x, [C][H][W]) as xr[v][Qp], zeros past the input
+// (rows, columns); the padding of q is left as it is (the multiplies never read it).
+template <int SW>
+void WinoFill(const float* x, const WinoGeometry& g, int64_t u, float* xr) {
+  const int64_t sw = SW > 0 ? SW : g.sw, Qp = g.Qp;
+  if (u >= g.XH) {
+    std::memset(xr, 0, g.XC * Qp * sizeof(float));
+    return;
+  }
+  const int64_t vs = std::min(g.XC, g.XW);
+  for (int64_t c = 0; c < g.C; c++)
+    for (int64_t a0 = 0; a0 < g.sh; a0++) {
+      const float* src = x + (c * g.H + g.sh * u + a0) * g.W;
+      float* dst = xr + (c * g.sh + a0) * sw;
+      for (int64_t v = 0; v < vs; v++) std::memcpy(dst + v * Qp, src + v * sw, sw * sizeof(float));
+    }
+  for (int64_t v = vs; v < g.XC; v++) std::memset(xr + v * Qp, 0, Qp * sizeof(float));
+}
+
+using WinoFillFn = void (*)(const float*, const WinoGeometry&, int64_t, float*);
+
+WinoFillFn WinoFillFor(int64_t sw) {
+  switch (sw) {
+    case 1: return WinoFill<1>;
+    case 2: return WinoFill<2>;
+    case 4: return WinoFill<4>;
+    default: return WinoFill<0>;
+  }
+}
+
+// WinoInput transforms the TJ tiles of one row of tiles (X's 3 rows xr, WinoFill) into
+// V[kl][t][Qp] (rows T apart per kl, from tile t0): B^T d B, d the tile's 3x3 inputs, per q.
+template <typename V>
+ONNXRL_ALWAYS_INLINE void WinoInput(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
+  using simd::Load;
+  using simd::Store;
+  constexpr int L = simd::Lanes<V>;
+  const int64_t kl = T * g.Qp;
+  for (int64_t j = 0; j < g.TJ; j++) {
+    const int64_t at = 2 * j * g.Qp;
+    float* out = Vb + (t0 + j) * g.Qp;
+    for (int64_t q = 0; q < g.Qp; q += L) {
+      V d[3][3], e[3][3];
+#pragma GCC unroll 3
+      for (int r = 0; r < 3; r++)
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; t++) d[r][t] = Load<V>(xr[r] + at + t * g.Qp + q);
+#pragma GCC unroll 3
+      for (int t = 0; t < 3; t++) {
+        e[0][t] = d[0][t] - d[1][t];
+        e[1][t] = d[1][t];
+        e[2][t] = d[2][t] - d[1][t];
+      }
+#pragma GCC unroll 3
+      for (int k = 0; k < 3; k++) {
+        Store<V>(out + (3 * k + 0) * kl + q, e[k][0] - e[k][1]);
+        Store<V>(out + (3 * k + 1) * kl + q, e[k][1]);
+        Store<V>(out + (3 * k + 2) * kl + q, e[k][2] - e[k][1]);
+      }
+    }
+  }
+}
+
+typedef int32_t WinoI16 __attribute__((vector_size(64)));
+
+// WinoStore8x16 stores 8 vectors of 16 output channels, r[p] position p's, transposed: channel
+// c's 8 positions as one 8-float store at out + c * ldo. Three rounds of two-register shuffles
+// (one vpermt2ps each): pairs of positions, fours, eights.
+ONNXRL_ALWAYS_INLINE void WinoStore8x16(const simd::V16* r, float* out, int64_t ldo) {
+  using simd::V16;
+  // p[k][h]: lanes 2m, 2m + 1 are positions 2k, 2k + 1 of channel 8h + m.
+  const WinoI16 pair0 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23}, pair1 = pair0 + 8;
+  // q[g][h][s]: lanes 4n .. 4n + 3 are positions 4g .. 4g + 3 of channel 8h + 4s + n.
+  const WinoI16 quad0 = {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23}, quad1 = quad0 + 8;
+  // z: lanes 0-7 are the 8 positions of channel 8h + 4s + 2e, lanes 8-15 of the next one.
+  const WinoI16 oct0 = {0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23}, oct1 = oct0 + 8;
+  V16 p[4][2], q[2][2][2];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    p[k][0] = __builtin_shuffle(r[2 * k], r[2 * k + 1], pair0);
+    p[k][1] = __builtin_shuffle(r[2 * k], r[2 * k + 1], pair1);
+  }
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; g++)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+      q[g][h][0] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad0);
+      q[g][h][1] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad1);
+    }
+  typedef float V8u __attribute__((vector_size(32), aligned(4), may_alias));
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+    for (int s = 0; s < 2; s++)
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; e++) {
+        const V16 z = __builtin_shuffle(q[0][h][s], q[1][h][s], e == 0 ? oct0 : oct1);
+        const int64_t c = 8 * h + 4 * s + 2 * e;
+        *reinterpret_cast<V8u*>(out + c * ldo) = V8u{z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]};
+        *reinterpret_cast<V8u*>(out + (c + 1) * ldo) = V8u{z[8], z[9], z[10], z[11], z[12], z[13], z[14], z[15]};
+      }
+}
+
+// WinoTile is A^T m A for tile t of the products M[kl][t][OCp] (kl rows T * OCp apart), channels
+// [oc, oc + lanes), with activation A (e's): o[2a + b] is the output at (2i + a, 2j + b).
+template <typename V, int A>
+ONNXRL_ALWAYS_INLINE void WinoTile(const float* m0, int64_t kl, const Epilogue& e, V* o) {
+  V m[9];
+#pragma GCC unroll 9
+  for (int k = 0; k < 9; k++) m[k] = simd::Load<V>(m0 + k * kl);
+  V z0[3], z1[3];
+#pragma GCC unroll 3
+  for (int l = 0; l < 3; l++) {
+    z0[l] = m[l] + m[3 + l];
+    z1[l] = m[3 + l] + m[6 + l];
+  }
+  o[0] = z0[0] + z0[1];
+  o[1] = z0[1] + z0[2];
+  o[2] = z1[0] + z1[1];
+  o[3] = z1[1] + z1[2];
+  simd::Activate<A>(o, 4, e);
+}
+
+// WinoOutput turns the products M[kl][t][OCp] of T tiles (the bias already in the middle one's)
+// into outputs, applies e's activation (A, or e.act for simd::kAnyAct) and stores them NCHW;
+// tile t0 + j is tile (i, j) of image y's row of tiles i, for j < TJ. On AVX-512, 4 whole tiles
+// of 16 channels are stored as one 8-float store per channel and output row (WinoStore8x16);
+// other tiles (and other instruction sets) a float at a time.
+template <typename V, int A>
+ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0, const Epilogue& e,
+                                     float* y, int64_t i) {
+  constexpr int L = simd::Lanes<V>;
+  const int64_t kl = T * g.OCp, plane = g.OH * g.OW;
+  const int64_t oh = 2 * i, rows = std::min<int64_t>(2, g.OH - oh);
+  for (int64_t oc = 0; oc < g.OC; oc += L) {
+    const int64_t n = std::min<int64_t>(L, g.OC - oc);
+    float* yo = y + oc * plane + oh * g.OW;
+    int64_t j = 0;
+    if constexpr (std::is_same_v<V, simd::V16>) {
+      if (n == L && rows == 2) {
+        for (; 2 * (j + 4) <= g.OW; j += 4) {
+          V o[4][4];
+#pragma GCC unroll 4
+          for (int t = 0; t < 4; t++) WinoTile<V, A>(Mb + (t0 + j + t) * g.OCp + oc, kl, e, o[t]);
+#pragma GCC unroll 2
+          for (int a = 0; a < 2; a++) {
+            V r[8];
+#pragma GCC unroll 8
+            for (int p = 0; p < 8; p++) r[p] = o[p / 2][2 * a + p % 2];
+            WinoStore8x16(r, yo + a * g.OW + 2 * j, plane);
+          }
+        }
+      }
+    }
+    for (; j < g.TJ; j++) {
+      V o[4];
+      WinoTile<V, A>(Mb + (t0 + j) * g.OCp + oc, kl, e, o);
+      alignas(64) float t[4][L];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) simd::Store<V>(t[k], o[k]);
+      const int64_t ow = 2 * j, cols = std::min<int64_t>(2, g.OW - ow);
+      for (int64_t c = 0; c < n; c++)
+        for (int64_t a = 0; a < rows; a++)
+          for (int64_t b = 0; b < cols; b++) yo[c * plane + a * g.OW + ow + b] = t[2 * a + b][c];
+    }
+  }
+}
+
+using WinoOutputFn = void (*)(const float*, const WinoGeometry&, int64_t, int64_t, const Epilogue&, float*, int64_t);
+
+// WinoTransforms are the input and output transforms compiled for one instruction set, the
+// output's per activation that policies fuse (none, ReLU, Tanh; any other through a switch).
+struct WinoTransforms {
+  void (*input)(const float* const*, const WinoGeometry&, float*, int64_t, int64_t);
+  WinoOutputFn output[4];
+  WinoOutputFn Output(int32_t act) const {
+    return output[act == kActNone ? 0 : act == kActRelu ? 1 : act == kActTanh ? 2 : 3];
+  }
+};
+
+void WinoInputPortable(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
+  WinoInput<simd::V4>(xr, g, Vb, T, t0);
+}
+template <int A>
+void WinoOutputPortable(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0, const Epilogue& e, float* y,
+                        int64_t i) {
+  WinoOutput<simd::V4, A>(Mb, g, T, t0, e, y, i);
+}
+#if defined(ONNXRL_X86_ISAS)
+ONNXRL_TARGET_AVX2 void WinoInputAvx2(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
+  WinoInput<simd::V8>(xr, g, Vb, T, t0);
+}
+template <int A>
+ONNXRL_TARGET_AVX2 void WinoOutputAvx2(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0,
+                                       const Epilogue& e, float* y, int64_t i) {
+  WinoOutput<simd::V8, A>(Mb, g, T, t0, e, y, i);
+}
+ONNXRL_TARGET_AVX512 void WinoInputAvx512(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
+  WinoInput<simd::V16>(xr, g, Vb, T, t0);
+}
+template <int A>
+ONNXRL_TARGET_AVX512 void WinoOutputAvx512(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0,
+                                           const Epilogue& e, float* y, int64_t i) {
+  WinoOutput<simd::V16, A>(Mb, g, T, t0, e, y, i);
+}
+#endif
+
+WinoTransforms ChosenWinoTransforms() {
+  switch (ChosenIsa()) {
+#if defined(ONNXRL_X86_ISAS)
+    case IsaLevel::kAvx512:
+      return {WinoInputAvx512, {WinoOutputAvx512<kActNone>, WinoOutputAvx512<kActRelu>, WinoOutputAvx512<kActTanh>,
+                                WinoOutputAvx512<simd::kAnyAct>}};
+    case IsaLevel::kAvx2:
+      return {WinoInputAvx2, {WinoOutputAvx2<kActNone>, WinoOutputAvx2<kActRelu>, WinoOutputAvx2<kActTanh>,
+                              WinoOutputAvx2<simd::kAnyAct>}};
+#endif
+    default:
+      return {WinoInputPortable, {WinoOutputPortable<kActNone>, WinoOutputPortable<kActRelu>,
+                                  WinoOutputPortable<kActTanh>, WinoOutputPortable<simd::kAnyAct>}};
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// ConvWinograd: the convolutions run as Winograd F(2x2, 2x2) (above): kernel twice the stride,
+// one group, no pads or dilation, and enough channels that the transforms, which cost about
+// 1/Q of the multiplies, pay.
+bool ConvWinograd(const ConvKernel& k) {
+  const Window2d& w = k.win;
+  return k.group == 1 && !k.Padded() && w.dh == 1 && w.dw == 1 && w.kh == 2 * w.sh && w.kw == 2 * w.sw &&
+         k.C * w.sh * w.sw >= 32 && k.OC >= 16;
+}
+
+}  // namespace
+
 namespace {
 
 // ConvTaskRows is TaskRows with tasks of at least 128 positions where that leaves as many
@@ -163,6 +435,157 @@ int64_t ConvTaskRows(int64_t macs, int64_t M) {
   int64_t tasks = std::max<int64_t>(2, (M + 127) / 128);  // as many threads busy as before: 2 or more
   if (tasks % 2 == 1) tasks++;
   return std::max(rows, ((M + tasks - 1) / tasks + 7) / 8 * 8);
+}
+
+}  // namespace
+
+
+namespace {
+
+// PrefetchL2 asks for p's line in L2. Inline assembly on x86-64: GCC deletes a loop whose only
+// effect is __builtin_prefetch (it counts as none), as it did WinoPrefetch's.
+inline void PrefetchL2(const char* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetcht1 %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+
+// WinoPrefetch prefetches the inputs and the outputs of the rows of tiles [u0, u1) into L2.
+void WinoPrefetch(const float* px, float* py, const WinoGeometry& g, int64_t u0, int64_t u1) {
+  const int64_t image = g.C * g.H * g.W, plane = g.OH * g.OW;
+  for (int64_t u = u0; u < u1;) {
+    // The rows of image n from tile row i up to the chunk's end or the image's.
+    const int64_t n = u / g.TI, i0 = u % g.TI, i1 = std::min(g.TI, i0 + (u1 - u));
+    u += i1 - i0;
+    const int64_t r0 = 2 * i0 * g.sh, r1 = std::min(g.H, (2 * i1 + 1) * g.sh);
+    for (int64_t c = 0; c < g.C; c++) {
+      const char* a = reinterpret_cast<const char*>(px + n * image + (c * g.H + r0) * g.W);
+      const char* e = reinterpret_cast<const char*>(px + n * image + (c * g.H + r1) * g.W);
+      for (; a < e; a += 64) PrefetchL2(a);
+    }
+    const int64_t o0 = 2 * i0, o1 = std::min(g.OH, 2 * i1);
+    for (int64_t oc = 0; oc < g.OC; oc++) {
+      const char* a = reinterpret_cast<const char*>(py + (n * g.OC + oc) * plane + o0 * g.OW);
+      const char* e = reinterpret_cast<const char*>(py + (n * g.OC + oc) * plane + o1 * g.OW);
+      for (; a < e; a += 64) PrefetchL2(a);
+    }
+  }
+}
+
+// WinogradHost runs a convolution that ConvWinograd accepts. Tasks take runs of rows of tiles
+// (image n's tile row i is unit n * TI + i, counted across the batch's images) of at least about
+// 2^19 multiply-adds, an even number of them; a task transforms the inputs of up to 64 tiles
+// (whole rows of tiles) into its buffers, multiplies them by the 9 packed transformed weights,
+// and transforms the products into outputs, so that the transformed values stay in L1/L2.
+void WinogradHost(const ConvKernel& k, ExecContext& c) {
+  const auto& x = c.shape(k.in[0]);
+  const auto& y = c.shape(k.out[0]);
+  WinoGeometry g;
+  g.C = k.C;
+  g.H = x[2];
+  g.W = x[3];
+  g.OC = k.OC;
+  g.OH = y[2];
+  g.OW = y[3];
+  g.sh = k.win.sh;
+  g.sw = k.win.sw;
+  g.Q = g.C * g.sh * g.sw;
+  g.Qp = WinoRound(g.Q);
+  g.OCp = WinoRound(g.OC);
+  g.XH = g.H / g.sh;
+  g.XW = g.W / g.sw;
+  g.TI = (g.OH + 1) / 2;
+  g.TJ = (g.OW + 1) / 2;
+  g.XC = 2 * g.TJ + 1;
+  const int64_t N = x[0];
+  if (N == 0 || g.OH <= 0 || g.OW <= 0) return;
+  const float* px = c.CF(k.in[0]);
+  float* py = c.F(k.out[0]);
+  Epilogue e;
+  e.act = k.act;
+  e.a = k.a;
+  e.b = k.b;
+  const Epilogue none;
+  const int64_t units = N * g.TI, cost = g.TJ * 9 * g.Q * g.OC;
+  int64_t per = std::max<int64_t>(1, ((int64_t{1} << 19) + cost - 1) / cost);
+  int64_t tasks = (units + per - 1) / per;
+  if (tasks > 1 && tasks % 2 == 1) tasks++;
+  per = (units + tasks - 1) / tasks;
+  tasks = (units + per - 1) / per;
+  // Rows of tiles per multiply: whole tiles of 8 rows (multiply-adds) of about kWinoTiles.
+  int64_t chunk = 1;
+  while (chunk * g.TJ < kWinoTiles || chunk * g.TJ % 8 != 0) chunk++;
+  if (chunk * g.TJ > 2 * kWinoTiles) chunk = std::max<int64_t>(1, kWinoTiles / g.TJ);
+  static const WinoTransforms tf = ChosenWinoTransforms();
+  const WinoFillFn fill = WinoFillFor(g.sw);
+  const WinoOutputFn out = tf.Output(e.act);
+  const int64_t image = g.C * g.H * g.W, plane = g.OH * g.OW;
+  auto task = [&](size_t t) {
+    const int64_t u0 = static_cast<int64_t>(t) * per, u1 = std::min(units, u0 + per);
+    const int64_t T = std::min(chunk, u1 - u0) * g.TJ;
+    // This thread's buffers, grown only when needed: X's 3 rows, the transformed inputs
+    // V[9][T][Qp] and the products M[9][T][OCp].
+    thread_local std::vector<float> X, Vb, Mb;
+    if (X.size() < static_cast<size_t>(3 * g.XC * g.Qp)) X.resize(3 * g.XC * g.Qp);
+    if (Vb.size() < static_cast<size_t>(9 * T * g.Qp)) Vb.resize(9 * T * g.Qp);
+    if (Mb.size() < static_cast<size_t>(9 * T * g.OCp)) Mb.resize(9 * T * g.OCp);
+    float* xr[3] = {X.data(), X.data() + g.XC * g.Qp, X.data() + 2 * g.XC * g.Qp};
+    int64_t xn = -1, xu = -1;  // the image and first row of X in xr
+    for (int64_t c0 = u0; c0 < u1; c0 += chunk) {
+      const int64_t c1 = std::min(u1, c0 + chunk), Tc = (c1 - c0) * g.TJ;
+      for (int64_t u = c0; u < c1; u++) {
+        const int64_t n = u / g.TI, i = u % g.TI;
+        if (n == xn && 2 * i == xu + 2) {  // X's last row is this row of tiles' first
+          std::swap(xr[0], xr[2]);
+          fill(px + n * image, g, 2 * i + 1, xr[1]);
+          fill(px + n * image, g, 2 * i + 2, xr[2]);
+        } else {
+          for (int64_t r = 0; r < 3; r++) fill(px + n * image, g, 2 * i + r, xr[r]);
+        }
+        xn = n;
+        xu = 2 * i;
+        tf.input(xr, g, Vb.data(), Tc, (u - c0) * g.TJ);
+      }
+      // The next rows of tiles' inputs (to L2) and outputs (to be written), while this chunk's
+      // multiplies run: read in one pass from memory, a large batch's are not in any cache.
+      WinoPrefetch(px, py, g, c1, std::min(units, c1 + chunk));
+      for (int64_t kl = 0; kl < 9; kl++)
+        Gemm(Vb.data() + kl * Tc * g.Qp, g.Qp, Tc, k.packed[kl], 0, g.OC, none, Mb.data() + kl * Tc * g.OCp, g.OCp);
+      for (int64_t u = c0; u < c1; u++)
+        out(Mb.data(), g, Tc, (u - c0) * g.TJ, e, py + u / g.TI * g.OC * plane, u % g.TI);
+    }
+  };
+  c.ParallelFor(static_cast<size_t>(tasks), task);
+}
+
+// PackWinograd packs the 9 transformed weights G W' G^T, [Q][OC] each (q = (c, a0, b0)), the
+// bias with the middle one's (every output adds its product once).
+std::vector<PackedWeights> PackWinograd(const ConvKernel& k) {
+  const int64_t sh = k.win.sh, sw = k.win.sw, kh = k.win.kh, kw = k.win.kw, C = k.C, OC = k.OC;
+  const int64_t Q = C * sh * sw;
+  static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+  std::vector<PackedWeights> out;
+  std::vector<float> wt(Q * OC);
+  for (int kr = 0; kr < 3; kr++)
+    for (int kc = 0; kc < 3; kc++) {
+      for (int64_t c = 0; c < C; c++)
+        for (int64_t a0 = 0; a0 < sh; a0++)
+          for (int64_t b0 = 0; b0 < sw; b0++) {
+            const int64_t q = (c * sh + a0) * sw + b0;
+            for (int64_t o = 0; o < OC; o++) {
+              double sum = 0;
+              for (int a1 = 0; a1 < 2; a1++)
+                for (int b1 = 0; b1 < 2; b1++)
+                  sum += G[kr][a1] * G[kc][b1] * k.w[((o * C + c) * kh + sh * a1 + a0) * kw + sw * b1 + b0];
+              wt[q * OC + o] = static_cast<float>(sum);
+            }
+          }
+      const bool middle = kr == 1 && kc == 1;
+      out.push_back(PackedWeights::Pack(wt.data(), Q, OC, OC, middle && !k.bias.empty() ? k.bias.data() : nullptr));
+    }
+  return out;
 }
 
 }  // namespace
@@ -187,6 +610,10 @@ void ConvKernel::Infer(InferContext& c) const {
 
 void ConvKernel::PrepareHost() {
   if (!packed.empty()) return;  // prepared already
+  if (ConvWinograd(*this)) {
+    packed = PackWinograd(*this);
+    return;
+  }
   const int64_t Cg = C / group, OCg = OC / group, Kg = Cg * win.kh * win.kw;
   // W_g^T [Kg][OCg]: column o of group g is output channel g * OCg + o's weights.
   std::vector<float> wt(Kg * OCg);
@@ -199,6 +626,7 @@ void ConvKernel::PrepareHost() {
 
 void ConvKernel::Host(ExecContext& c) const {
   if (packed.empty()) throw Error{"node " + node + ": the host executor did not prepare this step"};
+  if (ConvWinograd(*this)) return WinogradHost(*this, c);
   const auto& x = c.shape(in[0]);
   const auto& y = c.shape(out[0]);
   const int64_t N = x[0], H = x[2], W = x[3], OW = y[3], OHW = y[2] * OW;
