@@ -208,6 +208,34 @@ func gather(dst, src []float32, stride, off, w, n int) []float32 {
 	return dst
 }
 
+// scatter writes n rows of w values of src (row i at i*w) into dst, row i at i*stride: the
+// inverse of gather; the common widths as one array a row (no call).
+func scatter(dst, src []float32, stride, w, n int) {
+	if n <= 0 {
+		return
+	}
+	_ = dst[(n-1)*stride+w-1]
+	src = src[:n*w]
+	switch w {
+	case 1:
+		for i, v := range src {
+			dst[i*stride] = v
+		}
+	case 2:
+		for i := range n {
+			*(*[2]float32)(dst[i*stride:]) = [2]float32(src[2*i:])
+		}
+	case 4:
+		for i := range n {
+			*(*[4]float32)(dst[i*stride:]) = [4]float32(src[4*i:])
+		}
+	default:
+		for i := range n {
+			copy(dst[i*stride:i*stride+w], src[i*w:(i+1)*w])
+		}
+	}
+}
+
 // put copies src into the start of dst; the common widths as one array (no call).
 func put(dst, src []float32) {
 	switch len(src) {

@@ -282,10 +282,18 @@ func (c *columnProtocol) inferRun(p *policy) {
 			}
 			rows := p.deferredRow(p.defBlocks, k)[:m*s]
 			p.defBlocks++
-			for j := range m {
-				tr := rows[j*s : (j+1)*s]
-				put(tr, in[j*w:(j+1)*w])
-				l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
+			// The block's rows are written column by column (what putOutputs writes a row
+			// at a time), scatterRows rows at once, which stay in the cache across the
+			// columns' passes.
+			for j := 0; j < m; j += scatterRows {
+				n, blk := min(scatterRows, m-j), rows[j*s:]
+				scatter(blk, in[j*w:], s, w, n)
+				if vals != nil {
+					scatter(blk[l.vf:], vals[j:], s, 1, n)
+				}
+				scatter(blk[l.act:], pacts[j*aw:], s, aw, n)
+				scatter(blk[l.logp:], logps[j:], s, 1, n)
+				scatter(blk[l.dist:], dists[j*dw:], s, dw, n)
 			}
 			for j, n := range c.pend[k : k+m] {
 				if n == 0 {
@@ -298,9 +306,14 @@ func (c *columnProtocol) inferRun(p *policy) {
 	r.perf.add(phAction, time.Since(t2))
 }
 
+// scatterRows is how many rows of a defRows block inferRun writes a column at a time (10 KB
+// of CartPole rows with a value output).
+const scatterRows = 256
+
 // putOutputs writes row j of a model run's outputs into trajectory row tr: the value (vals is
 // nil without a value output), the action act with its log-probability and distribution
-// inputs. Every path that runs a model writes its rows' outputs with it (output, inferRun).
+// inputs. Every path that runs a model writes its rows' outputs with it (output, inferRun
+// into records), but inferRun into defRows, which writes the same values a column at a time.
 func (l *trajLayout) putOutputs(tr, vals []float32, j int, act []float32, logp float32, dist []float32) {
 	if vals != nil {
 		tr[l.vf] = vals[j]
