@@ -231,8 +231,9 @@ static bool Near(float got, double want, double tol) { return std::fabs(got - wa
 // depthwise, a pointwise 1x1 without unfolding); and 32 output channels or more per group over
 // several images, whose tiles of positions cross from one image into the next and (AVX-512)
 // are stored transposed in registers. Kernels twice their stride run as Winograd F(2x2, 2x2)
-// (ops/conv.cc): a Nature CNN's first two layers (odd output sizes: a last row and column of
-// half tiles), with a fused ReLU, and a rectangular one with channels not a multiple of 16.
+// and 3x3 kernels of stride 1 as F(2x2, 3x3) (ops/conv.cc): a Nature CNN's three layers (odd
+// output sizes: a last row and column of half tiles), with a fused ReLU, a rectangular kernel
+// with channels not a multiple of 16, and a 3x3 one on a rectangular input.
 static void TestConv(std::mt19937& g) {
   struct Case {
     int64_t N, C, H, W, OC, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
@@ -248,7 +249,9 @@ static void TestConv(std::mt19937& g) {
                         Case{3, 4, 6, 7, 64, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, true},
                         Case{3, 4, 84, 84, 32, 1, 8, 8, 4, 4, 1, 1, 0, 0, 0, 0, true, kActRelu},
                         Case{2, 32, 20, 19, 64, 1, 4, 4, 2, 2, 1, 1, 0, 0, 0, 0, true},
-                        Case{2, 16, 9, 14, 20, 1, 2, 6, 1, 3, 1, 1, 0, 0, 0, 0, false}}) {
+                        Case{2, 16, 9, 14, 20, 1, 2, 6, 1, 3, 1, 1, 0, 0, 0, 0, false},
+                        Case{3, 64, 9, 9, 64, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true, kActRelu},
+                        Case{2, 40, 8, 11, 24, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true}}) {
     Plan p;
     auto& conv = OneStep<ConvKernel>(p, 1);
     conv.C = k.C;

@@ -180,8 +180,34 @@ struct WinoGeometry {
   int64_t Q, Qp, OCp;   // space-to-depth channels, and both padded to 16
   int64_t XH, XW;       // X's rows and columns within the input: floor(H / sh), floor(W / sw)
   int64_t TI, TJ;       // tiles per column and per row: ceil(OH / 2), ceil(OW / 2)
-  int64_t XC;           // the columns of X one row of tiles reads: 2 TJ + 1
+  int64_t XC;           // the columns of X one row of tiles reads: 2 TJ + NT - 1
+  int64_t NT;           // a tile's inputs per side: 3 (F(2x2, 2x2)) or 4 (F(2x2, 3x3))
 };
+
+// WinoBt is B^T d, the input transform of one side of a tile; WinoAt is A^T m, the output's.
+template <int NT, typename V>
+ONNXRL_ALWAYS_INLINE void WinoBt(const V (&d)[NT], V (&e)[NT]) {
+  if constexpr (NT == 3) {
+    e[0] = d[0] - d[1];
+    e[1] = d[1];
+    e[2] = d[2] - d[1];
+  } else {
+    e[0] = d[0] - d[2];
+    e[1] = d[1] + d[2];
+    e[2] = d[2] - d[1];
+    e[3] = d[1] - d[3];
+  }
+}
+template <int NT, typename V>
+ONNXRL_ALWAYS_INLINE void WinoAt(const V (&m)[NT], V (&y)[2]) {
+  if constexpr (NT == 3) {
+    y[0] = m[0] + m[1];
+    y[1] = m[1] + m[2];
+  } else {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
+  }
+}
 
 // WinoFill writes row u of X (one image's x, [C][H][W]) as xr[v][Qp], zeros past the input
 // (rows, columns); the padding of q is left as it is (the multiplies never read it).
@@ -213,34 +239,32 @@ WinoFillFn WinoFillFor(int64_t sw) {
   }
 }
 
-// WinoInput transforms the TJ tiles of one row of tiles (X's 3 rows xr, WinoFill) into
-// V[kl][t][Qp] (rows T apart per kl, from tile t0): B^T d B, d the tile's 3x3 inputs, per q.
-template <typename V>
+// WinoInput transforms the TJ tiles of one row of tiles (X's NT rows xr, WinoFill) into
+// V[kl][t][Qp] (rows T apart per kl, from tile t0): B^T d B, d the tile's NT x NT inputs, per q.
+template <typename V, int NT>
 ONNXRL_ALWAYS_INLINE void WinoInput(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
-  using simd::Load;
-  using simd::Store;
   constexpr int L = simd::Lanes<V>;
   const int64_t kl = T * g.Qp;
   for (int64_t j = 0; j < g.TJ; j++) {
     const int64_t at = 2 * j * g.Qp;
     float* out = Vb + (t0 + j) * g.Qp;
     for (int64_t q = 0; q < g.Qp; q += L) {
-      V d[3][3], e[3][3];
-#pragma GCC unroll 3
-      for (int r = 0; r < 3; r++)
-#pragma GCC unroll 3
-        for (int t = 0; t < 3; t++) d[r][t] = Load<V>(xr[r] + at + t * g.Qp + q);
-#pragma GCC unroll 3
-      for (int t = 0; t < 3; t++) {
-        e[0][t] = d[0][t] - d[1][t];
-        e[1][t] = d[1][t];
-        e[2][t] = d[2][t] - d[1][t];
+      V e[NT][NT];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; t++) {
+        V d[NT], f[NT];
+#pragma GCC unroll 4
+        for (int r = 0; r < NT; r++) d[r] = simd::Load<V>(xr[r] + at + t * g.Qp + q);
+        WinoBt<NT>(d, f);
+#pragma GCC unroll 4
+        for (int k = 0; k < NT; k++) e[k][t] = f[k];
       }
-#pragma GCC unroll 3
-      for (int k = 0; k < 3; k++) {
-        Store<V>(out + (3 * k + 0) * kl + q, e[k][0] - e[k][1]);
-        Store<V>(out + (3 * k + 1) * kl + q, e[k][1]);
-        Store<V>(out + (3 * k + 2) * kl + q, e[k][2] - e[k][1]);
+#pragma GCC unroll 4
+      for (int k = 0; k < NT; k++) {
+        V f[NT];
+        WinoBt<NT>(e[k], f);
+#pragma GCC unroll 4
+        for (int l = 0; l < NT; l++) simd::Store<V>(out + (NT * k + l) * kl + q, f[l]);
       }
     }
   }
@@ -288,21 +312,25 @@ ONNXRL_ALWAYS_INLINE void WinoStore8x16(const simd::V16* r, float* out, int64_t 
 
 // WinoTile is A^T m A for tile t of the products M[kl][t][OCp] (kl rows T * OCp apart), channels
 // [oc, oc + lanes), with activation A (e's): o[2a + b] is the output at (2i + a, 2j + b).
-template <typename V, int A>
+template <typename V, int A, int NT>
 ONNXRL_ALWAYS_INLINE void WinoTile(const float* m0, int64_t kl, const Epilogue& e, V* o) {
-  V m[9];
-#pragma GCC unroll 9
-  for (int k = 0; k < 9; k++) m[k] = simd::Load<V>(m0 + k * kl);
-  V z0[3], z1[3];
-#pragma GCC unroll 3
-  for (int l = 0; l < 3; l++) {
-    z0[l] = m[l] + m[3 + l];
-    z1[l] = m[3 + l] + m[6 + l];
+  V z[2][NT];
+#pragma GCC unroll 4
+  for (int l = 0; l < NT; l++) {
+    V m[NT], y[2];
+#pragma GCC unroll 4
+    for (int k = 0; k < NT; k++) m[k] = simd::Load<V>(m0 + (NT * k + l) * kl);
+    WinoAt<NT>(m, y);
+    z[0][l] = y[0];
+    z[1][l] = y[1];
   }
-  o[0] = z0[0] + z0[1];
-  o[1] = z0[1] + z0[2];
-  o[2] = z1[0] + z1[1];
-  o[3] = z1[1] + z1[2];
+#pragma GCC unroll 2
+  for (int a = 0; a < 2; a++) {
+    V y[2];
+    WinoAt<NT>(z[a], y);
+    o[2 * a] = y[0];
+    o[2 * a + 1] = y[1];
+  }
   simd::Activate<A>(o, 4, e);
 }
 
@@ -311,7 +339,7 @@ ONNXRL_ALWAYS_INLINE void WinoTile(const float* m0, int64_t kl, const Epilogue& 
 // tile t0 + j is tile (i, j) of image y's row of tiles i, for j < TJ. On AVX-512, 4 whole tiles
 // of 16 channels are stored as one 8-float store per channel and output row (WinoStore8x16);
 // other tiles (and other instruction sets) a float at a time.
-template <typename V, int A>
+template <typename V, int A, int NT>
 ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0, const Epilogue& e,
                                      float* y, int64_t i) {
   constexpr int L = simd::Lanes<V>;
@@ -326,7 +354,7 @@ ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int
         for (; 2 * (j + 4) <= g.OW; j += 4) {
           V o[4][4];
 #pragma GCC unroll 4
-          for (int t = 0; t < 4; t++) WinoTile<V, A>(Mb + (t0 + j + t) * g.OCp + oc, kl, e, o[t]);
+          for (int t = 0; t < 4; t++) WinoTile<V, A, NT>(Mb + (t0 + j + t) * g.OCp + oc, kl, e, o[t]);
 #pragma GCC unroll 2
           for (int a = 0; a < 2; a++) {
             V r[8];
@@ -339,7 +367,7 @@ ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int
     }
     for (; j < g.TJ; j++) {
       V o[4];
-      WinoTile<V, A>(Mb + (t0 + j) * g.OCp + oc, kl, e, o);
+      WinoTile<V, A, NT>(Mb + (t0 + j) * g.OCp + oc, kl, e, o);
       alignas(64) float t[4][L];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; k++) simd::Store<V>(t[k], o[k]);
@@ -363,46 +391,51 @@ struct WinoTransforms {
   }
 };
 
+template <int NT>
 void WinoInputPortable(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
-  WinoInput<simd::V4>(xr, g, Vb, T, t0);
+  WinoInput<simd::V4, NT>(xr, g, Vb, T, t0);
 }
-template <int A>
+template <int NT, int A>
 void WinoOutputPortable(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0, const Epilogue& e, float* y,
                         int64_t i) {
-  WinoOutput<simd::V4, A>(Mb, g, T, t0, e, y, i);
+  WinoOutput<simd::V4, A, NT>(Mb, g, T, t0, e, y, i);
 }
 #if defined(ONNXRL_X86_ISAS)
+template <int NT>
 ONNXRL_TARGET_AVX2 void WinoInputAvx2(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
-  WinoInput<simd::V8>(xr, g, Vb, T, t0);
+  WinoInput<simd::V8, NT>(xr, g, Vb, T, t0);
 }
-template <int A>
+template <int NT, int A>
 ONNXRL_TARGET_AVX2 void WinoOutputAvx2(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0,
                                        const Epilogue& e, float* y, int64_t i) {
-  WinoOutput<simd::V8, A>(Mb, g, T, t0, e, y, i);
+  WinoOutput<simd::V8, A, NT>(Mb, g, T, t0, e, y, i);
 }
-ONNXRL_TARGET_AVX512 void WinoInputAvx512(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T, int64_t t0) {
-  WinoInput<simd::V16>(xr, g, Vb, T, t0);
+template <int NT>
+ONNXRL_TARGET_AVX512 void WinoInputAvx512(const float* const* xr, const WinoGeometry& g, float* Vb, int64_t T,
+                                          int64_t t0) {
+  WinoInput<simd::V16, NT>(xr, g, Vb, T, t0);
 }
-template <int A>
+template <int NT, int A>
 ONNXRL_TARGET_AVX512 void WinoOutputAvx512(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0,
                                            const Epilogue& e, float* y, int64_t i) {
-  WinoOutput<simd::V16, A>(Mb, g, T, t0, e, y, i);
+  WinoOutput<simd::V16, A, NT>(Mb, g, T, t0, e, y, i);
 }
 #endif
 
+template <int NT>
 WinoTransforms ChosenWinoTransforms() {
   switch (ChosenIsa()) {
 #if defined(ONNXRL_X86_ISAS)
     case IsaLevel::kAvx512:
-      return {WinoInputAvx512, {WinoOutputAvx512<kActNone>, WinoOutputAvx512<kActRelu>, WinoOutputAvx512<kActTanh>,
-                                WinoOutputAvx512<simd::kAnyAct>}};
+      return {WinoInputAvx512<NT>, {WinoOutputAvx512<NT, kActNone>, WinoOutputAvx512<NT, kActRelu>,
+                                    WinoOutputAvx512<NT, kActTanh>, WinoOutputAvx512<NT, simd::kAnyAct>}};
     case IsaLevel::kAvx2:
-      return {WinoInputAvx2, {WinoOutputAvx2<kActNone>, WinoOutputAvx2<kActRelu>, WinoOutputAvx2<kActTanh>,
-                              WinoOutputAvx2<simd::kAnyAct>}};
+      return {WinoInputAvx2<NT>, {WinoOutputAvx2<NT, kActNone>, WinoOutputAvx2<NT, kActRelu>,
+                                  WinoOutputAvx2<NT, kActTanh>, WinoOutputAvx2<NT, simd::kAnyAct>}};
 #endif
     default:
-      return {WinoInputPortable, {WinoOutputPortable<kActNone>, WinoOutputPortable<kActRelu>,
-                                  WinoOutputPortable<kActTanh>, WinoOutputPortable<simd::kAnyAct>}};
+      return {WinoInputPortable<NT>, {WinoOutputPortable<NT, kActNone>, WinoOutputPortable<NT, kActRelu>,
+                                      WinoOutputPortable<NT, kActTanh>, WinoOutputPortable<NT, simd::kAnyAct>}};
   }
 }
 
@@ -410,13 +443,16 @@ WinoTransforms ChosenWinoTransforms() {
 
 namespace {
 
-// ConvWinograd: the convolutions run as Winograd F(2x2, 2x2) (above): kernel twice the stride,
+// WinoTileSize is a tile's inputs per side where a convolution runs as Winograd (above), else 0:
+// 3 (F(2x2, 2x2)) for a kernel twice its stride, 4 (F(2x2, 3x3)) for a 3x3 kernel of stride 1;
 // one group, no pads or dilation, and enough channels that the transforms, which cost about
 // 1/Q of the multiplies, pay.
-bool ConvWinograd(const ConvKernel& k) {
+int WinoTileSize(const ConvKernel& k) {
   const Window2d& w = k.win;
-  return k.group == 1 && !k.Padded() && w.dh == 1 && w.dw == 1 && w.kh == 2 * w.sh && w.kw == 2 * w.sw &&
-         k.C * w.sh * w.sw >= 32 && k.OC >= 16;
+  if (k.group != 1 || k.Padded() || w.dh != 1 || w.dw != 1 || k.C * w.sh * w.sw < 32 || k.OC < 16) return 0;
+  if (w.kh == 2 * w.sh && w.kw == 2 * w.sw) return 3;
+  if (w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1) return 4;
+  return 0;
 }
 
 }  // namespace
@@ -459,7 +495,7 @@ void WinoPrefetch(const float* px, float* py, const WinoGeometry& g, int64_t u0,
     // The rows of image n from tile row i up to the chunk's end or the image's.
     const int64_t n = u / g.TI, i0 = u % g.TI, i1 = std::min(g.TI, i0 + (u1 - u));
     u += i1 - i0;
-    const int64_t r0 = 2 * i0 * g.sh, r1 = std::min(g.H, (2 * i1 + 1) * g.sh);
+    const int64_t r0 = 2 * i0 * g.sh, r1 = std::min(g.H, (2 * i1 + g.NT - 2) * g.sh);
     for (int64_t c = 0; c < g.C; c++) {
       const char* a = reinterpret_cast<const char*>(px + n * image + (c * g.H + r0) * g.W);
       const char* e = reinterpret_cast<const char*>(px + n * image + (c * g.H + r1) * g.W);
@@ -474,10 +510,10 @@ void WinoPrefetch(const float* px, float* py, const WinoGeometry& g, int64_t u0,
   }
 }
 
-// WinogradHost runs a convolution that ConvWinograd accepts. Tasks take runs of rows of tiles
+// WinogradHost runs a convolution that WinoTileSize accepts. Tasks take runs of rows of tiles
 // (image n's tile row i is unit n * TI + i, counted across the batch's images) of at least about
 // 2^19 multiply-adds, an even number of them; a task transforms the inputs of up to 64 tiles
-// (whole rows of tiles) into its buffers, multiplies them by the 9 packed transformed weights,
+// (whole rows of tiles) into its buffers, multiplies them by the NT^2 packed transformed weights,
 // and transforms the products into outputs, so that the transformed values stay in L1/L2.
 void WinogradHost(const ConvKernel& k, ExecContext& c) {
   const auto& x = c.shape(k.in[0]);
@@ -498,7 +534,8 @@ void WinogradHost(const ConvKernel& k, ExecContext& c) {
   g.XW = g.W / g.sw;
   g.TI = (g.OH + 1) / 2;
   g.TJ = (g.OW + 1) / 2;
-  g.XC = 2 * g.TJ + 1;
+  g.NT = WinoTileSize(k);
+  g.XC = 2 * g.TJ + g.NT - 1;
   const int64_t N = x[0];
   if (N == 0 || g.OH <= 0 || g.OW <= 0) return;
   const float* px = c.CF(k.in[0]);
@@ -508,7 +545,7 @@ void WinogradHost(const ConvKernel& k, ExecContext& c) {
   e.a = k.a;
   e.b = k.b;
   const Epilogue none;
-  const int64_t units = N * g.TI, cost = g.TJ * 9 * g.Q * g.OC;
+  const int64_t units = N * g.TI, cost = g.TJ * g.NT * g.NT * g.Q * g.OC;
   int64_t per = std::max<int64_t>(1, ((int64_t{1} << 19) + cost - 1) / cost);
   int64_t tasks = (units + per - 1) / per;
   if (tasks > 1 && tasks % 2 == 1) tasks++;
@@ -518,31 +555,37 @@ void WinogradHost(const ConvKernel& k, ExecContext& c) {
   int64_t chunk = 1;
   while (chunk * g.TJ < kWinoTiles || chunk * g.TJ % 8 != 0) chunk++;
   if (chunk * g.TJ > 2 * kWinoTiles) chunk = std::max<int64_t>(1, kWinoTiles / g.TJ);
-  static const WinoTransforms tf = ChosenWinoTransforms();
+  static const WinoTransforms tf3 = ChosenWinoTransforms<3>(), tf4 = ChosenWinoTransforms<4>();
+  const WinoTransforms& tf = g.NT == 3 ? tf3 : tf4;
+  const int64_t NT = g.NT, NT2 = NT * NT;
   const WinoFillFn fill = WinoFillFor(g.sw);
   const WinoOutputFn out = tf.Output(e.act);
   const int64_t image = g.C * g.H * g.W, plane = g.OH * g.OW;
   auto task = [&](size_t t) {
     const int64_t u0 = static_cast<int64_t>(t) * per, u1 = std::min(units, u0 + per);
     const int64_t T = std::min(chunk, u1 - u0) * g.TJ;
-    // This thread's buffers, grown only when needed: X's 3 rows, the transformed inputs
-    // V[9][T][Qp] and the products M[9][T][OCp].
+    // This thread's buffers, grown only when needed: X's NT rows, the transformed inputs
+    // V[NT^2][T][Qp] and the products M[NT^2][T][OCp].
     thread_local std::vector<float> X, Vb, Mb;
-    if (X.size() < static_cast<size_t>(3 * g.XC * g.Qp)) X.resize(3 * g.XC * g.Qp);
-    if (Vb.size() < static_cast<size_t>(9 * T * g.Qp)) Vb.resize(9 * T * g.Qp);
-    if (Mb.size() < static_cast<size_t>(9 * T * g.OCp)) Mb.resize(9 * T * g.OCp);
-    float* xr[3] = {X.data(), X.data() + g.XC * g.Qp, X.data() + 2 * g.XC * g.Qp};
+    if (X.size() < static_cast<size_t>(NT * g.XC * g.Qp)) X.resize(NT * g.XC * g.Qp);
+    if (Vb.size() < static_cast<size_t>(NT2 * T * g.Qp)) Vb.resize(NT2 * T * g.Qp);
+    if (Mb.size() < static_cast<size_t>(NT2 * T * g.OCp)) Mb.resize(NT2 * T * g.OCp);
+    float* xr[4];
+    for (int64_t r = 0; r < NT; r++) xr[r] = X.data() + r * g.XC * g.Qp;
     int64_t xn = -1, xu = -1;  // the image and first row of X in xr
     for (int64_t c0 = u0; c0 < u1; c0 += chunk) {
       const int64_t c1 = std::min(u1, c0 + chunk), Tc = (c1 - c0) * g.TJ;
       for (int64_t u = c0; u < c1; u++) {
         const int64_t n = u / g.TI, i = u % g.TI;
-        if (n == xn && 2 * i == xu + 2) {  // X's last row is this row of tiles' first
-          std::swap(xr[0], xr[2]);
-          fill(px + n * image, g, 2 * i + 1, xr[1]);
-          fill(px + n * image, g, 2 * i + 2, xr[2]);
+        if (n == xn && 2 * i == xu + 2) {  // X's last NT - 2 rows are this row of tiles' first
+          float* const first[2] = {xr[0], xr[1]};
+          for (int64_t r = 0; r + 2 < NT; r++) xr[r] = xr[r + 2];
+          for (int64_t r = NT - 2; r < NT; r++) {
+            xr[r] = first[r - (NT - 2)];
+            fill(px + n * image, g, 2 * i + r, xr[r]);
+          }
         } else {
-          for (int64_t r = 0; r < 3; r++) fill(px + n * image, g, 2 * i + r, xr[r]);
+          for (int64_t r = 0; r < NT; r++) fill(px + n * image, g, 2 * i + r, xr[r]);
         }
         xn = n;
         xu = 2 * i;
@@ -551,7 +594,7 @@ void WinogradHost(const ConvKernel& k, ExecContext& c) {
       // The next rows of tiles' inputs (to L2) and outputs (to be written), while this chunk's
       // multiplies run: read in one pass from memory, a large batch's are not in any cache.
       WinoPrefetch(px, py, g, c1, std::min(units, c1 + chunk));
-      for (int64_t kl = 0; kl < 9; kl++)
+      for (int64_t kl = 0; kl < NT2; kl++)
         Gemm(Vb.data() + kl * Tc * g.Qp, g.Qp, Tc, k.packed[kl], 0, g.OC, none, Mb.data() + kl * Tc * g.OCp, g.OCp);
       for (int64_t u = c0; u < c1; u++)
         out(Mb.data(), g, Tc, (u - c0) * g.TJ, e, py + u / g.TI * g.OC * plane, u % g.TI);
@@ -560,30 +603,33 @@ void WinogradHost(const ConvKernel& k, ExecContext& c) {
   c.ParallelFor(static_cast<size_t>(tasks), task);
 }
 
-// PackWinograd packs the 9 transformed weights G W' G^T, [Q][OC] each (q = (c, a0, b0)), the
-// bias with the middle one's (every output adds its product once).
+// PackWinograd packs the NT^2 transformed weights G W' G^T, [Q][OC] each (q = (c, a0, b0)), the
+// bias with the one (1, 1) (every output adds its product once).
 std::vector<PackedWeights> PackWinograd(const ConvKernel& k) {
   const int64_t sh = k.win.sh, sw = k.win.sw, kh = k.win.kh, kw = k.win.kw, C = k.C, OC = k.OC;
   const int64_t Q = C * sh * sw;
-  static const double G[3][2] = {{1, 0}, {1, 1}, {0, 1}};
+  const int NT = WinoTileSize(k), R = NT - 1;  // R: the kernel's side in blocks
+  static const double G3[3][3] = {{1, 0, 0}, {1, 1, 0}, {0, 1, 0}};
+  static const double G4[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const double(*G)[3] = NT == 3 ? G3 : G4;
   std::vector<PackedWeights> out;
   std::vector<float> wt(Q * OC);
-  for (int kr = 0; kr < 3; kr++)
-    for (int kc = 0; kc < 3; kc++) {
+  for (int kr = 0; kr < NT; kr++)
+    for (int kc = 0; kc < NT; kc++) {
       for (int64_t c = 0; c < C; c++)
         for (int64_t a0 = 0; a0 < sh; a0++)
           for (int64_t b0 = 0; b0 < sw; b0++) {
             const int64_t q = (c * sh + a0) * sw + b0;
             for (int64_t o = 0; o < OC; o++) {
               double sum = 0;
-              for (int a1 = 0; a1 < 2; a1++)
-                for (int b1 = 0; b1 < 2; b1++)
+              for (int a1 = 0; a1 < R; a1++)
+                for (int b1 = 0; b1 < R; b1++)
                   sum += G[kr][a1] * G[kc][b1] * k.w[((o * C + c) * kh + sh * a1 + a0) * kw + sw * b1 + b0];
               wt[q * OC + o] = static_cast<float>(sum);
             }
           }
-      const bool middle = kr == 1 && kc == 1;
-      out.push_back(PackedWeights::Pack(wt.data(), Q, OC, OC, middle && !k.bias.empty() ? k.bias.data() : nullptr));
+      const bool bias = kr == 1 && kc == 1 && !k.bias.empty();
+      out.push_back(PackedWeights::Pack(wt.data(), Q, OC, OC, bias ? k.bias.data() : nullptr));
     }
   return out;
 }
@@ -610,7 +656,7 @@ void ConvKernel::Infer(InferContext& c) const {
 
 void ConvKernel::PrepareHost() {
   if (!packed.empty()) return;  // prepared already
-  if (ConvWinograd(*this)) {
+  if (WinoTileSize(*this) != 0) {
     packed = PackWinograd(*this);
     return;
   }
@@ -626,7 +672,7 @@ void ConvKernel::PrepareHost() {
 
 void ConvKernel::Host(ExecContext& c) const {
   if (packed.empty()) throw Error{"node " + node + ": the host executor did not prepare this step"};
-  if (ConvWinograd(*this)) return WinogradHost(*this, c);
+  if (WinoTileSize(*this) != 0) return WinogradHost(*this, c);
   const auto& x = c.shape(in[0]);
   const auto& y = c.shape(out[0]);
   const int64_t N = x[0], H = x[2], W = x[3], OW = y[3], OHW = y[2] * OW;
