@@ -162,9 +162,12 @@ PatchFn PatchFor(int64_t kw) {
 // outputs is then 9 products of transformed 3x3 inputs by transformed weights, where the direct
 // form makes 16 (1-D: y0 = d0 g0 + d1 g1 and y1 = d1 g0 + d2 g1 from m0 = (d0 - d1) g0,
 // m1 = d1 (g0 + g1), m2 = (d2 - d1) g1 as y0 = m0 + m1, y1 = m1 + m2): 9/16 of the
-// multiply-adds, as 9 matrix multiplies [tiles][Q] x [Q][OC] (the packed Gemm of gemm.h). The
-// transforms only add and subtract (the weights', in double, once), so the outputs differ from
-// the direct form's by rounding, no more than its own (ops_test: 1.7e-5 against 2.3e-5 of 30).
+// multiply-adds, as 9 matrix multiplies [tiles][Q] x [Q][OC] (the packed Gemm of gemm.h).
+// A 3x3 kernel of stride 1 (X = x, Q = C) runs the same way as F(2x2, 3x3): 16 products of
+// transformed 4x4 inputs per tile where the direct form makes 36 (a Nature CNN's 3x3/1 layer).
+// The transforms only add and subtract (and halve, the weights', in double, once), so the
+// outputs differ from the direct form's by rounding, no more than its own (ops_test: 1.7e-5
+// against 2.3e-5 of 30, for the 4x4/2 layer's sums of 512 products).
 namespace {
 
 constexpr int64_t kWinoPad = 16;  // Q and OC are padded to whole 16-float vectors in the buffers

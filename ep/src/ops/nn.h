@@ -38,9 +38,10 @@ Window2d ReadWindow(const OrtNode* n, int64_t kh, int64_t kw);
 // tiles and spread over the session's threads, are multiplied with them by GemmGatherT
 // (gemm.h), which reads each position's window in place through the offsets in run.aux
 // (unpadded; padded: from rows of patches unfolded into a thread's buffer), applies bias and
-// activation in registers and stores NCHW. A kernel twice its stride (one group, no pads or
-// dilation, enough channels) runs as Winograd F(2x2, 2x2) instead: packed holds its 9
-// transformed weight matrices, which ordinary multiplies (gemm.h) apply to transformed inputs.
+// activation in registers and stores NCHW. A kernel twice its stride or a 3x3 one of stride 1
+// (one group, no pads or dilation, enough channels) runs as Winograd F(2x2, 2x2) or F(2x2, 3x3)
+// instead: packed holds its 9 or 16 transformed weight matrices, which ordinary multiplies
+// (gemm.h) apply to transformed inputs.
 struct ConvKernel : Kernel {
   const char* Kind() const override { return "Conv"; }
   void Infer(InferContext& c) const override;
@@ -58,7 +59,7 @@ struct ConvKernel : Kernel {
   std::vector<float> bias;  // [OC]; empty: none
   int32_t act = kActNone;   // an activation fused in (FuseIntoConv)
   float a = 0, b = 0;       // its parameters
-  std::vector<PackedWeights> packed;  // per group, the host backend's form (PrepareHost); Winograd: 9
+  std::vector<PackedWeights> packed;  // per group, the host backend's form (PrepareHost); Winograd: 9 or 16
 };
 
 // FuseIntoConv folds an activation (one Gemm's epilogue applies) that is the only reader of a
