@@ -61,7 +61,7 @@ func TestSteadyStateAllocations(t *testing.T) {
 	const envs, frag = 16, 32
 	cases := allocCases()
 	// The cartpole cases again with their column runs' rows waiting in defRows, as at
-	// thousands of sub-environments (SetDeferEnvs).
+	// hundreds of sub-environments and more (SetDeferEnvs).
 	for _, c := range allocCases()[:2] {
 		c.name += "_deferred"
 		c.deferred = true
