@@ -29,8 +29,10 @@ type vectorEnv struct {
 	envs       []Env
 	obs, act   spaces.Space
 	obsN, actN int
-	// running[i]: sub-environment i is inside an episode and may step.
+	// running[i]: sub-environment i is inside an episode and may step; idle counts those
+	// that are not (written through setRunning, so that Step need not scan running).
 	running []bool
+	idle    int
 	disc    *spaces.Discrete // act when it is Discrete (checked without an interface call)
 }
 
@@ -51,7 +53,7 @@ func NewVectorEnv(make func(index int) (Env, error), n int) (VectorEnv, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("env: NewVectorEnv: need at least one sub-environment, got %d", n)
 	}
-	v := &vectorEnv{make: make, envs: newSlice[Env](n), running: newSlice[bool](n)}
+	v := &vectorEnv{make: make, envs: newSlice[Env](n), running: newSlice[bool](n), idle: n}
 	for i := range n {
 		e, err := make(i)
 		if err != nil {
@@ -101,13 +103,25 @@ func (v *vectorEnv) ResetAt(i int, seed Seed, obs []float32) (Info, error) {
 	if len(obs) != v.obsN {
 		panic(fmt.Sprintf("env: ResetAt: len(obs) = %d, want %d", len(obs), v.obsN))
 	}
-	v.running[i] = false
+	v.setRunning(i, false)
 	info, err := safeEnvReset(v.envs[i], seed, obs)
 	if err != nil {
 		return nil, &SubEnvError{Env: i, Op: "reset", Err: err}
 	}
-	v.running[i] = true
+	v.setRunning(i, true)
 	return info, nil
+}
+
+// setRunning sets running[i] to on and keeps idle its count of false.
+func (v *vectorEnv) setRunning(i int, on bool) {
+	if v.running[i] != on {
+		v.running[i] = on
+		if on {
+			v.idle--
+		} else {
+			v.idle++
+		}
+	}
 }
 
 func (v *vectorEnv) RestartAt(i int) error {
@@ -124,7 +138,8 @@ func (v *vectorEnv) RestartAt(i int) error {
 	if err != nil {
 		return &SubEnvError{Env: i, Op: "restart", Err: err}
 	}
-	v.envs[i], v.running[i] = e, false
+	v.envs[i] = e
+	v.setRunning(i, false)
 	return nil
 }
 
@@ -134,8 +149,8 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		panic(fmt.Sprintf("env: VectorEnv.Step: buffer lengths %d, %d, %d; want %d, %d, %d",
 			len(actions), len(obs), len(results), n*v.actN, n*v.obsN, n))
 	}
-	if i := slices.Index(v.running, false); i >= 0 {
-		return fmt.Errorf("env: VectorEnv sub-environment %d: %w", i, ErrNeedsReset)
+	if v.idle > 0 {
+		return fmt.Errorf("env: VectorEnv sub-environment %d: %w", slices.Index(v.running, false), ErrNeedsReset)
 	}
 	bad := -1
 	if v.disc != nil && v.actN == 1 {
@@ -158,7 +173,7 @@ func (v *vectorEnv) Step(actions, obs []float32, results []StepResult) error {
 		if err == nil {
 			break
 		}
-		v.running[failed] = false
+		v.setRunning(failed, false)
 		results[failed] = StepResult{}
 		errs = append(errs, &SubEnvError{Env: failed, Op: "step", Err: err})
 		i = failed + 1
@@ -197,7 +212,10 @@ func (v *vectorEnv) stepFrom(from int, actions, obs []float32, results []StepRes
 			return at, err
 		}
 		results[at] = r
-		v.running[at] = !r.Terminated && !r.Truncated
+		if r.Terminated || r.Truncated {
+			v.running[at] = false // it was running: Step checked
+			v.idle++
+		}
 	}
 	return at, nil
 }
