@@ -221,12 +221,14 @@ void WinoFill(const float* x, const WinoGeometry& g, int64_t u, float* xr) {
     std::memset(xr, 0, g.XC * Qp * sizeof(float));
     return;
   }
-  const int64_t vs = std::min(g.XC, g.XW);
-  for (int64_t c = 0; c < g.C; c++)
-    for (int64_t a0 = 0; a0 < g.sh; a0++) {
-      const float* src = x + (c * g.H + g.sh * u + a0) * g.W;
-      float* dst = xr + (c * g.sh + a0) * sw;
-      for (int64_t v = 0; v < vs; v++) std::memcpy(dst + v * Qp, src + v * sw, sw * sizeof(float));
+  // Float copies rather than memcpy, which may alias g: its fields would be read again per copy.
+  const int64_t vs = std::min(g.XC, g.XW), C = g.C, sh = g.sh, H = g.H, W = g.W;
+  for (int64_t c = 0; c < C; c++)
+    for (int64_t a0 = 0; a0 < sh; a0++) {
+      const float* src = x + (c * H + sh * u + a0) * W;
+      float* dst = xr + (c * sh + a0) * sw;
+      for (int64_t v = 0; v < vs; v++)
+        for (int64_t b = 0; b < sw; b++) dst[v * Qp + b] = src[v * sw + b];
     }
   for (int64_t v = vs; v < g.XC; v++) std::memset(xr + v * Qp, 0, Qp * sizeof(float));
 }
