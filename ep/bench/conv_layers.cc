@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "nature_cnn.h"
 #include "ops/nn.h"
 #include "plan.h"
 
@@ -27,18 +28,12 @@ const OrtApi* g_ort = nullptr;  // no runtime: ParallelFor runs the tasks in thi
 
 using namespace onnxrl_ep;
 
-namespace {
-
-struct Layer {
-  int64_t C, H, W, OC, k, s;
-};
-
-}  // namespace
+using onnxrl_ep_bench::Layer;
 
 int main(int argc, char** argv) {
   const int64_t images = argc > 1 ? std::atoll(argv[1]) : 32;
   const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  const Layer layers[] = {{4, 84, 84, 32, 8, 4}, {32, 20, 20, 64, 4, 2}, {64, 9, 9, 64, 3, 1}};
+  const auto& layers = onnxrl_ep_bench::kNatureCnn;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   double total = 0;
