@@ -342,45 +342,6 @@ namespace {
 
 using namespace simd;
 
-typedef int32_t I16 __attribute__((vector_size(64)));
-
-// Pick is the lanes of a and b (indexes 0-15 and 16-31) that idx names: one vpermt2ps.
-ONNXRL_ALWAYS_INLINE V16 Pick(V16 a, V16 b, I16 idx) { return __builtin_shuffle(a, b, idx); }
-
-// StoreTransposed8x16 stores 8 rows of 16 columns, row r in v[r * stride], transposed: column
-// j's 8 values at out + j * ldo. Three rounds of 8 two-register shuffles: pairs of rows, then
-// fours, then eights, each vector ending with column j in its low half and j + 8 in its high.
-ONNXRL_ALWAYS_INLINE void StoreTransposed8x16(const V16* v, int stride, float* out, int64_t ldo) {
-  // Round 1: rows 2i and 2i+1 interleaved, columns 0-3 and 8-11 (a), 4-7 and 12-15 (b).
-  const I16 p_a = {0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27};
-  const I16 p_b = p_a + 4;
-  // Round 2: two pairs of rows, columns {0,1} (or {2,3}) of each half of a round-1 vector.
-  const I16 q_0 = {0, 1, 16, 17, 2, 3, 18, 19, 8, 9, 24, 25, 10, 11, 26, 27};
-  const I16 q_1 = q_0 + 4;
-  // Round 3: two fours of rows, the first (or second) column of each half.
-  const I16 z_0 = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
-  const I16 z_1 = z_0 + 4;
-  V16 p[8], q[8];
-  for (int i = 0; i < 4; i++) {
-    p[2 * i] = Pick(v[2 * i * stride], v[(2 * i + 1) * stride], p_a);
-    p[2 * i + 1] = Pick(v[2 * i * stride], v[(2 * i + 1) * stride], p_b);
-  }
-  // q[4h + 2s + t]: rows 4h..4h+3, round-1 variant s (a, b), columns 2t, 2t+1 of that variant.
-  for (int h = 0; h < 2; h++)
-    for (int s = 0; s < 2; s++) {
-      q[4 * h + 2 * s] = Pick(p[4 * h + s], p[4 * h + 2 + s], q_0);
-      q[4 * h + 2 * s + 1] = Pick(p[4 * h + s], p[4 * h + 2 + s], q_1);
-    }
-  // Column j = 4s + 2t + u (u: the column of the pair) from q[2s + t] and q[4 + 2s + t].
-  for (int st = 0; st < 4; st++)
-    for (int u = 0; u < 2; u++) {
-      const V16 z = Pick(q[st], q[4 + st], u == 0 ? z_0 : z_1);
-      const int j = 2 * st + u;
-      typedef float V8u __attribute__((vector_size(32), aligned(4), may_alias));
-      *reinterpret_cast<V8u*>(out + j * ldo) = V8u{z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]};
-      *reinterpret_cast<V8u*>(out + (j + 8) * ldo) = V8u{z[8], z[9], z[10], z[11], z[12], z[13], z[14], z[15]};
-    }
-}
 
 // GatherTile is Tile with row r of the left matrix read in place at rows[r][off[k]], and the
 // result stored transposed: column j of the tile's row r to outs[r][j * ldo] (outs already

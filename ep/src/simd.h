@@ -47,6 +47,45 @@ ONNXRL_ALWAYS_INLINE void Store(float* p, V v) {
   *reinterpret_cast<U*>(p) = v;
 }
 
+typedef int32_t I16 __attribute__((vector_size(64)));
+
+// StoreTransposed8x16 stores 8 rows of 16 columns, row r in v[r * stride], transposed: column
+// j's 8 values as one 8-float store at out + j * ldo. Three rounds of two-register shuffles
+// (one vpermt2ps each): pairs of rows, fours, eights.
+ONNXRL_ALWAYS_INLINE void StoreTransposed8x16(const V16* v, int stride, float* out, int64_t ldo) {
+  // p[k][h]: lanes 2m, 2m + 1 are rows 2k, 2k + 1 of column 8h + m.
+  const I16 pair0 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23}, pair1 = pair0 + 8;
+  // q[g][h][s]: lanes 4n .. 4n + 3 are rows 4g .. 4g + 3 of column 8h + 4s + n.
+  const I16 quad0 = {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23}, quad1 = quad0 + 8;
+  // z: lanes 0-7 are the 8 rows of column 8h + 4s + 2e, lanes 8-15 of the next one.
+  const I16 oct0 = {0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23}, oct1 = oct0 + 8;
+  V16 p[4][2], q[2][2][2];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    p[k][0] = __builtin_shuffle(v[2 * k * stride], v[(2 * k + 1) * stride], pair0);
+    p[k][1] = __builtin_shuffle(v[2 * k * stride], v[(2 * k + 1) * stride], pair1);
+  }
+#pragma GCC unroll 2
+  for (int g = 0; g < 2; g++)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+      q[g][h][0] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad0);
+      q[g][h][1] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad1);
+    }
+  typedef float V8u __attribute__((vector_size(32), aligned(4), may_alias));
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+    for (int s = 0; s < 2; s++)
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; e++) {
+        const V16 z = __builtin_shuffle(q[0][h][s], q[1][h][s], e == 0 ? oct0 : oct1);
+        const int64_t c = 8 * h + 4 * s + 2 * e;
+        *reinterpret_cast<V8u*>(out + c * ldo) = V8u{z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]};
+        *reinterpret_cast<V8u*>(out + (c + 1) * ldo) = V8u{z[8], z[9], z[10], z[11], z[12], z[13], z[14], z[15]};
+      }
+}
+
 }  // namespace simd
 
 #if defined(ONNXRL_X86_ISAS)

@@ -275,46 +275,6 @@ ONNXRL_ALWAYS_INLINE void WinoInput(const float* const* xr, const WinoGeometry& 
   }
 }
 
-typedef int32_t WinoI16 __attribute__((vector_size(64)));
-
-// WinoStore8x16 stores 8 vectors of 16 output channels, r[p] position p's, transposed: channel
-// c's 8 positions as one 8-float store at out + c * ldo. Three rounds of two-register shuffles
-// (one vpermt2ps each): pairs of positions, fours, eights.
-ONNXRL_ALWAYS_INLINE void WinoStore8x16(const simd::V16* r, float* out, int64_t ldo) {
-  using simd::V16;
-  // p[k][h]: lanes 2m, 2m + 1 are positions 2k, 2k + 1 of channel 8h + m.
-  const WinoI16 pair0 = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23}, pair1 = pair0 + 8;
-  // q[g][h][s]: lanes 4n .. 4n + 3 are positions 4g .. 4g + 3 of channel 8h + 4s + n.
-  const WinoI16 quad0 = {0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23}, quad1 = quad0 + 8;
-  // z: lanes 0-7 are the 8 positions of channel 8h + 4s + 2e, lanes 8-15 of the next one.
-  const WinoI16 oct0 = {0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23}, oct1 = oct0 + 8;
-  V16 p[4][2], q[2][2][2];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    p[k][0] = __builtin_shuffle(r[2 * k], r[2 * k + 1], pair0);
-    p[k][1] = __builtin_shuffle(r[2 * k], r[2 * k + 1], pair1);
-  }
-#pragma GCC unroll 2
-  for (int g = 0; g < 2; g++)
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-      q[g][h][0] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad0);
-      q[g][h][1] = __builtin_shuffle(p[2 * g][h], p[2 * g + 1][h], quad1);
-    }
-  typedef float V8u __attribute__((vector_size(32), aligned(4), may_alias));
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; h++)
-#pragma GCC unroll 2
-    for (int s = 0; s < 2; s++)
-#pragma GCC unroll 2
-      for (int e = 0; e < 2; e++) {
-        const V16 z = __builtin_shuffle(q[0][h][s], q[1][h][s], e == 0 ? oct0 : oct1);
-        const int64_t c = 8 * h + 4 * s + 2 * e;
-        *reinterpret_cast<V8u*>(out + c * ldo) = V8u{z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7]};
-        *reinterpret_cast<V8u*>(out + (c + 1) * ldo) = V8u{z[8], z[9], z[10], z[11], z[12], z[13], z[14], z[15]};
-      }
-}
-
 // WinoTile is A^T m A for tile t of the products M[kl][t][OCp] (kl rows T * OCp apart), channels
 // [oc, oc + lanes), with activation A (e's): o[2a + b] is the output at (2i + a, 2j + b).
 template <typename V, int A, int NT>
@@ -342,8 +302,9 @@ ONNXRL_ALWAYS_INLINE void WinoTile(const float* m0, int64_t kl, const Epilogue& 
 // WinoOutput turns the products M[kl][t][OCp] of T tiles (the bias already in the middle one's)
 // into outputs, applies e's activation (A, or e.act for simd::kAnyAct) and stores them NCHW;
 // tile t0 + j is tile (i, j) of image y's row of tiles i, for j < TJ. On AVX-512, 4 whole tiles
-// of 16 channels are stored as one 8-float store per channel and output row (WinoStore8x16);
-// other tiles (and other instruction sets) a float at a time.
+// of 16 channels are stored as one 8-float store per channel and output row
+// (simd::StoreTransposed8x16, the multiply's transposed store); other tiles (and other
+// instruction sets) a float at a time.
 template <typename V, int A, int NT>
 ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int64_t T, int64_t t0, const Epilogue& e,
                                      float* y, int64_t i) {
@@ -365,7 +326,7 @@ ONNXRL_ALWAYS_INLINE void WinoOutput(const float* Mb, const WinoGeometry& g, int
             V r[8];
 #pragma GCC unroll 8
             for (int p = 0; p < 8; p++) r[p] = o[p / 2][2 * a + p % 2];
-            WinoStore8x16(r, yo + a * g.OW + 2 * j, plane);
+            simd::StoreTransposed8x16(r, 1, yo + a * g.OW + 2 * j, plane);
           }
         }
       }
