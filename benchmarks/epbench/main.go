@@ -164,8 +164,8 @@ func measureModel(path, name string, batches, threads []int, rounds int, per tim
 	return row, nil
 }
 
-// cell runs both sessions at batch b, alternating run by run, for rounds of about per each,
-// and returns the median of (native runs/s) / (cpu runs/s).
+// cell runs both sessions at batch b, alternating in blocks of about blockTime, for rounds
+// of about per each, and returns the median of (native runs/s) / (cpu runs/s).
 func cell(cpu, nat *inference.Session, b, rounds int, per time.Duration) (float64, error) {
 	for _, s := range []*inference.Session{cpu, nat} {
 		if err := s.SetBatch(b); err != nil {
@@ -191,25 +191,48 @@ func cell(cpu, nat *inference.Session, b, rounds int, per time.Duration) (float6
 	ratios := make([]float64, 0, rounds)
 	for r := 0; r < rounds; r++ {
 		var tc, tn time.Duration
-		n := 0
-		for tc+tn < 2*per || n < 3 {
-			t0 := time.Now()
-			if err := cpu.Run(); err != nil {
-				return 0, err
+		var nc, nn int
+		for tc < per || tn < per {
+			for _, x := range []struct {
+				s    *inference.Session
+				t    *time.Duration
+				runs *int
+			}{{cpu, &tc, &nc}, {nat, &tn, &nn}} {
+				t, k, err := block(x.s)
+				if err != nil {
+					return 0, err
+				}
+				*x.t += t
+				*x.runs += k
 			}
-			t1 := time.Now()
-			if err := nat.Run(); err != nil {
-				return 0, err
-			}
-			tc += t1.Sub(t0)
-			tn += time.Since(t1)
-			n++
 		}
-		// Equal run counts: throughput ratio = cpu time / native time.
-		ratios = append(ratios, float64(tc)/float64(tn))
+		ratios = append(ratios, (float64(nn)/tn.Seconds())/(float64(nc)/tc.Seconds()))
 	}
 	slices.Sort(ratios)
 	return ratios[len(ratios)/2], nil
+}
+
+// blockTime is how long each session runs before the other takes over.
+const blockTime = 20 * time.Millisecond
+
+// block runs s once untimed, then for about blockTime (one run at least), and returns the
+// timed runs' time and count. The untimed run absorbs the hand-over: after its last run the
+// other session's intra-op threads spin for a while before they sleep, and with two threads
+// on two cores a run started at once competes with them (alternating run by run, each
+// provider's two-thread runs were timed against the other's spinning pool).
+func block(s *inference.Session) (time.Duration, int, error) {
+	if err := s.Run(); err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	n := 0
+	for n == 0 || time.Since(t0) < blockTime {
+		if err := s.Run(); err != nil {
+			return 0, 0, err
+		}
+		n++
+	}
+	return time.Since(t0), n, nil
 }
 
 // solo runs one provider alone at each batch size for about per and returns the row's cells,
