@@ -182,6 +182,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRequests$$' -fuzztime $(FUZZTIME) ./externalenv/server/
 	$(GO) test -run '^$$' -fuzz '^FuzzResolve$$' -fuzztime $(FUZZTIME) ./models/
 	$(GO) test -run '^$$' -fuzz '^FuzzNativeGraphs$$' -fuzztime $(FUZZTIME) ./inference/
+	$(GO) test -run '^$$' -fuzz '^FuzzNativeConv$$' -fuzztime $(FUZZTIME) ./inference/
 
 # Re-export the bundled models with PyTorch (installs Debian's python3-torch when missing).
 models:
