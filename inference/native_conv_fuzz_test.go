@@ -15,8 +15,9 @@ import (
 // sizes at which the provider switches to Winograd (ep/src/ops/conv.cc, WinoTileSize: one
 // group, no pads, C x stride^2 >= 32 and 16 output channels or more, a kernel of twice the
 // stride or 3x3 of stride 1), so that both its forms and the direct one are compared with the
-// CPU provider under FuzzNativeGraphs' rules: the same outputs to 1e-5 of the largest
-// magnitude, an error where the CPU provider refuses the graph, and no crash.
+// CPU provider, with one or two intra-op threads, under FuzzNativeGraphs' rules: the same
+// outputs to 1e-5 of the largest magnitude, an error where the CPU provider refuses the graph,
+// and no crash. It also checks that our provider ran the Conv.
 func FuzzNativeConv(f *testing.F) {
 	for _, seed := range [][]byte{ // genConv reads n, c, group, h, w, oc, kh, kw, sh, sw, ...
 		{},
@@ -32,12 +33,12 @@ func FuzzNativeConv(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		needNative(t)
-		model, desc := genConv(data)
+		model, threads, desc := genConv(data)
 		m, err := LoadBytes("fuzz-conv", model.Bytes())
 		if err != nil {
 			t.Fatalf("the generated model does not load: %v\n%s", err, desc)
 		}
-		opts := Options{IntraOpThreads: 1}
+		opts := Options{IntraOpThreads: threads}
 		want, cpuErr := runOnce(m, opts)
 		opts.Device = "native"
 		got, natErr := runOnce(m, opts)
@@ -80,8 +81,9 @@ func convOnNative(t *testing.T, m *Model) bool {
 	return false
 }
 
-// genConv builds the model FuzzNativeConv runs and a description of it for failures.
-func genConv(data []byte) (onnxtest.Model, string) {
+// genConv builds the model FuzzNativeConv runs, the intra-op threads to run it with (1 or 2)
+// and a description of both for failures.
+func genConv(data []byte) (_ onnxtest.Model, threads int, _ string) {
 	seed := int64(0)
 	for _, c := range data {
 		seed = seed*31 + int64(c)
@@ -117,6 +119,7 @@ func genConv(data []byte) (onnxtest.Model, string) {
 		dh, dw = 1+int64(src.intn(3)), 1+int64(src.intn(3))
 	}
 	bias, relu := src.intn(2) == 0, src.intn(2) == 0
+	threads = 1 + src.intn(2)
 
 	floats := func(name string, dims ...int64) onnxtest.Initializer {
 		k := int64(1)
@@ -151,7 +154,7 @@ func genConv(data []byte) (onnxtest.Model, string) {
 	}
 	model.Outputs = []onnxtest.Value{{Name: "y", ElemType: onnxtest.Float32, NoShape: true}}
 	var d strings.Builder
-	fmt.Fprintf(&d, "x [%d %d %d %d], w [%d %d %d %d], strides %dx%d, pads %v, dilations %dx%d, group %d, bias %v, relu %v",
-		n, c, h, w, oc, max(1, c/group), kh, kw, sh, sw, pads, dh, dw, group, bias, relu)
-	return model, d.String()
+	fmt.Fprintf(&d, "x [%d %d %d %d], w [%d %d %d %d], strides %dx%d, pads %v, dilations %dx%d, group %d, bias %v, relu %v, %d threads",
+		n, c, h, w, oc, max(1, c/group), kh, kw, sh, sw, pads, dh, dw, group, bias, relu, threads)
+	return model, threads, d.String()
 }
