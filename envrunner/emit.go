@@ -211,7 +211,7 @@ func gather(dst, src []float32, stride, off, w, n int) []float32 {
 // scatter writes n rows of w values of src (row i at i*w) into dst, row i at i*stride: the
 // inverse of gather; the common widths as one array a row (no call).
 func scatter(dst, src []float32, stride, w, n int) {
-	if n <= 0 {
+	if n <= 0 || w <= 0 { // rows of no values (the check below would read dst[-1])
 		return
 	}
 	_ = dst[(n-1)*stride+w-1]

@@ -6,9 +6,10 @@ import (
 )
 
 // TestScatter: scatter writes row i of src at i*stride of dst, for every width (the ones it
-// writes as arrays and the rest), and nothing else of dst; gather reads them back.
+// writes as arrays, the rest, and rows of no values), and nothing else of dst; gather reads
+// them back.
 func TestScatter(t *testing.T) {
-	for _, w := range []int{1, 2, 3, 4, 5} {
+	for _, w := range []int{0, 1, 2, 3, 4, 5} {
 		for _, n := range []int{0, 1, 7} {
 			stride := w + 3
 			src := make([]float32, n*w)

@@ -29,7 +29,7 @@ const line = 64
 // Strided sets dst[:n*w] to n rows of w values: row i is src[i*stride:][:w]. It panics
 // when src has fewer than (n-1)*stride+w values or dst fewer than n*w.
 func Strided(dst, src []float32, stride, w, n int) {
-	if n <= 0 {
+	if n <= 0 || w <= 0 { // rows of no values (the checks below would read index -1)
 		return
 	}
 	_ = src[(n-1)*stride+w-1]
@@ -174,7 +174,7 @@ func split(p unsafe.Pointer, n, size int) (head, lines int) {
 // StridedCached is Strided with ordinary stores, which leave the lines in the cache: for a
 // destination read back soon. The common widths are one array copy a row (no call).
 func StridedCached(dst, src []float32, stride, w, n int) {
-	if n <= 0 {
+	if n <= 0 || w <= 0 {
 		return
 	}
 	_ = src[(n-1)*stride+w-1]

@@ -15,7 +15,7 @@ func TestStridedMatchesGo(t *testing.T) {
 	for i := range src {
 		src[i] = float32(i) + 0.5
 	}
-	for _, w := range []int{1, 2, 3, 4, 5, 6, 7, 10} {
+	for _, w := range []int{0, 1, 2, 3, 4, 5, 6, 7, 10} { // 0: rows of no values, nothing written
 		for off := range 16 {
 			for n := range 70 {
 				got, want := make([]float32, 64+n*w+16), make([]float32, 64+n*w+16)
