@@ -14,10 +14,6 @@ func stridedLinesGo(dst, src unsafe.Pointer, stride, w, lines uintptr) {
 	}
 }
 
-func fill32LinesGo(dst unsafe.Pointer, v uint32, lines uintptr) {
-	fillGo(unsafe.Slice((*uint32)(dst), lines*line/4), v)
-}
-
 func fill64LinesGo(dst unsafe.Pointer, v uint64, lines uintptr) {
 	fillGo(unsafe.Slice((*uint64)(dst), lines*line/8), v)
 }

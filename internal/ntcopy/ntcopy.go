@@ -88,50 +88,35 @@ func gcd(a, b int) int {
 
 // Fill32 sets every element of dst to v.
 func Fill32[T ~int32 | ~uint32 | ~float32](dst []T, v T) {
-	n := len(dst)
-	if n == 0 {
-		return
-	}
-	head, lines := split(unsafe.Pointer(&dst[0]), n, 4)
-	if lines == 0 {
-		fillGo(dst, v)
-		return
-	}
-	fillGo(dst[:head], v)
-	fill32Lines(unsafe.Pointer(&dst[head]), *(*uint32)(unsafe.Pointer(&v)), uintptr(lines))
-	fillGo(dst[head+lines*line/4:], v)
+	u := uint64(*(*uint32)(unsafe.Pointer(&v)))
+	fill(dst, v, 4, u|u<<32)
 }
 
 // Fill64 sets every element of dst to v.
 func Fill64[T ~int64 | ~uint64 | ~float64](dst []T, v T) {
-	n := len(dst)
-	if n == 0 {
-		return
-	}
-	head, lines := split(unsafe.Pointer(&dst[0]), n, 8)
-	if lines == 0 {
-		fillGo(dst, v)
-		return
-	}
-	fillGo(dst[:head], v)
-	fill64Lines(unsafe.Pointer(&dst[head]), *(*uint64)(unsafe.Pointer(&v)), uintptr(lines))
-	fillGo(dst[head+lines*line/8:], v)
+	fill(dst, v, 8, *(*uint64)(unsafe.Pointer(&v)))
 }
 
 // Fill8 sets every element of dst to v.
 func Fill8[T ~bool | ~int8 | ~uint8](dst []T, v T) {
+	fill(dst, v, 1, uint64(*(*uint8)(unsafe.Pointer(&v)))*0x0101010101010101)
+}
+
+// fill sets every element of dst (size bytes each) to v: the whole lines by fill64Lines with
+// pattern (v repeated to 64 bits, the same in either byte order), the rest by fillGo.
+func fill[T any](dst []T, v T, size int, pattern uint64) {
 	n := len(dst)
 	if n == 0 {
 		return
 	}
-	head, lines := split(unsafe.Pointer(&dst[0]), n, 1)
+	head, lines := split(unsafe.Pointer(&dst[0]), n, size)
 	if lines == 0 {
 		fillGo(dst, v)
 		return
 	}
 	fillGo(dst[:head], v)
-	fill64Lines(unsafe.Pointer(&dst[head]), uint64(*(*uint8)(unsafe.Pointer(&v)))*0x0101010101010101, uintptr(lines))
-	fillGo(dst[head+lines*line:], v)
+	fill64Lines(unsafe.Pointer(&dst[head]), pattern, uintptr(lines))
+	fillGo(dst[head+lines*line/size:], v)
 }
 
 // Iota32 sets dst[i] to v0+i.

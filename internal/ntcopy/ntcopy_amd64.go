@@ -17,12 +17,6 @@ func stridedLines(dst, src unsafe.Pointer, stride, w, lines uintptr)
 //go:noescape
 func stridedWords(dst, src unsafe.Pointer, stride, w, rows uintptr)
 
-// fill32Lines writes lines whole 64-byte lines at dst (64-byte aligned) with the 32-bit
-// value v, with non-temporal stores. Implemented in assembly.
-//
-//go:noescape
-func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr)
-
 // fill64Lines writes lines whole 64-byte lines at dst (64-byte aligned) with the 64-bit
 // value v, with non-temporal stores. Implemented in assembly.
 //

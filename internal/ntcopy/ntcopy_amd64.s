@@ -105,14 +105,6 @@ oddWord:
 	JNZ     odd
 	RET
 
-// func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr)
-TEXT ·fill32Lines(SB), NOSPLIT, $0-24
-	MOVQ   dst+0(FP), DI
-	MOVL   v+8(FP), X0
-	PSHUFL $0, X0, X0
-	MOVQ   lines+16(FP), CX
-	JMP    fillLines<>(SB)
-
 // func fill64Lines(dst unsafe.Pointer, v uint64, lines uintptr)
 TEXT ·fill64Lines(SB), NOSPLIT, $0-24
 	MOVQ       dst+0(FP), DI

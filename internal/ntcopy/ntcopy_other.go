@@ -12,8 +12,6 @@ func stridedWords(dst, src unsafe.Pointer, stride, w, rows uintptr) {
 	stridedWordsGo(dst, src, stride, w, rows)
 }
 
-func fill32Lines(dst unsafe.Pointer, v uint32, lines uintptr) { fill32LinesGo(dst, v, lines) }
-
 func fill64Lines(dst unsafe.Pointer, v uint64, lines uintptr) { fill64LinesGo(dst, v, lines) }
 
 func iota32Lines(dst unsafe.Pointer, v0 int32, lines uintptr) { iota32LinesGo(dst, v0, lines) }
