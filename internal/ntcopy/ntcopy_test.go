@@ -152,38 +152,35 @@ func BenchmarkBatch(b *testing.B) {
 	}
 	bs := [2]*batch{mk(), mk()}
 	tr := make([]float32, (rows+1)*stride)
-	for _, nt := range []bool{false, true} {
-		b.Run(map[bool]string{false: "go", true: "nt"}[nt], func(b *testing.B) {
+	// Each way of storing: the strided copy, the fills and what ends a batch.
+	type stores struct {
+		name    string
+		strided func(dst, src []float32, stride, w, n int)
+		fill64  func(dst []int64, v int64)
+		fill32  func(dst []int32, v int32)
+		done    func()
+	}
+	for _, st := range []stores{
+		{"go", StridedCached, fillGo[int64], fillGo[int32], func() {}},
+		{"nt", Strided, Fill64[int64], Fill32[int32], Fence},
+	} {
+		b.Run(st.name, func(b *testing.B) {
 			for i := range b.N {
 				bt := bs[i%2]
 				for e := range envs {
 					o := e * rows
-					if nt {
-						Strided(bt.obs[4*o:], tr, stride, 4, rows)
-						Strided(bt.newObs[4*o:], tr[stride:], stride, 4, rows)
-						Strided(bt.acts[o:], tr[4:], stride, 1, rows)
-						Strided(bt.rews[o:], tr[5:], stride, 1, rows)
-						Strided(bt.dist[2*o:], tr[6:], stride, 2, rows)
-						Strided(bt.logp[o:], tr[8:], stride, 1, rows)
-						Strided(bt.vf[o:], tr[9:], stride, 1, rows)
-						Fill64(bt.eps[o:o+rows], int64(e))
-						Fill32(bt.envID[o:o+rows], int32(e))
-						Fill32(bt.idx[o:o+rows], 0)
-						Strided(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
-						Fence()
-					} else {
-						StridedCached(bt.obs[4*o:], tr, stride, 4, rows)
-						StridedCached(bt.newObs[4*o:], tr[stride:], stride, 4, rows)
-						StridedCached(bt.acts[o:], tr[4:], stride, 1, rows)
-						StridedCached(bt.rews[o:], tr[5:], stride, 1, rows)
-						StridedCached(bt.dist[2*o:], tr[6:], stride, 2, rows)
-						StridedCached(bt.logp[o:], tr[8:], stride, 1, rows)
-						StridedCached(bt.vf[o:], tr[9:], stride, 1, rows)
-						fillGo(bt.eps[o:o+rows], int64(e))
-						fillGo(bt.envID[o:o+rows], int32(e))
-						fillGo(bt.idx[o:o+rows], 0)
-						StridedCached(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
-					}
+					st.strided(bt.obs[4*o:], tr, stride, 4, rows)
+					st.strided(bt.newObs[4*o:], tr[stride:], stride, 4, rows)
+					st.strided(bt.acts[o:], tr[4:], stride, 1, rows)
+					st.strided(bt.rews[o:], tr[5:], stride, 1, rows)
+					st.strided(bt.dist[2*o:], tr[6:], stride, 2, rows)
+					st.strided(bt.logp[o:], tr[8:], stride, 1, rows)
+					st.strided(bt.vf[o:], tr[9:], stride, 1, rows)
+					st.fill64(bt.eps[o:o+rows], int64(e))
+					st.fill32(bt.envID[o:o+rows], int32(e))
+					st.fill32(bt.idx[o:o+rows], 0)
+					st.strided(f32(bt.ts[o:]), tr[10:], stride, 1, rows)
+					st.done()
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*envs*rows), "ns/row")
