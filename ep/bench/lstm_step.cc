@@ -11,22 +11,16 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <vector>
 
 #include "host.h"
+#include "random_floats.h"
 
 using namespace onnxrl_ep;
 
 int main(int argc, char** argv) {
   const int64_t B = argc > 1 ? std::atoll(argv[1]) : 256, I = 128, H = 128, G = 4 * H;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-0.3f, 0.3f);
-  auto random = [&](int64_t n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-  };
+  onnxrl_ep_bench::RandomFloats random(0.3f);
   const auto wx = random(I * G), wh = random(H * G), bx = random(G), bh = random(G);
   const auto x = random(B * I), h0 = random(B * H), c0 = random(B * H);
   std::vector<float> yh(B * H), yc(B * H), scratch(RnnScratch(4, I, H, B));

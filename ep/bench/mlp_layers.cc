@@ -16,24 +16,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "gemm.h"
 #include "kernels.h"
+#include "random_floats.h"
 
 using namespace onnxrl_ep;
 
 int main(int argc, char** argv) {
   const int64_t M = argc > 1 ? std::atoll(argv[1]) : 256;
   const int64_t tile = argc > 2 ? std::max<long long>(1, std::atoll(argv[2])) : 128;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-0.5, 0.5);
-  auto random = [&](int64_t n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-  };
+  onnxrl_ep_bench::RandomFloats random(0.5f);
   const auto x = random(M * 8), w1 = random(8 * 64), b1 = random(64), w2 = random(64 * 64), b2 = random(64),
              wh = random(64 * 5), bh = random(5);
   const PackedWeights p1 = PackedWeights::Pack(w1.data(), 8, 64, 64, b1.data());
