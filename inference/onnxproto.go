@@ -107,55 +107,11 @@ func parseModel(b []byte) (*modelProto, error) {
 	m := &modelProto{opsets: map[string]int64{}, metadata: map[string]string{}}
 	var graph []byte
 	err := eachField(b, func(f wireField) error {
-		switch {
-		case f.num == 1 && f.typ == 0:
-			m.irVersion = int64(f.v)
-		case f.num == 2 && f.typ == 2:
-			m.producerName = string(f.data)
-		case f.num == 3 && f.typ == 2:
-			m.producerVersion = string(f.data)
-		case f.num == 4 && f.typ == 2:
-			m.domain = string(f.data)
-		case f.num == 5 && f.typ == 0:
-			m.modelVersion = int64(f.v)
-		case f.num == 6 && f.typ == 2:
-			m.docString = string(f.data)
-		case f.num == 7 && f.typ == 2:
+		if f.num == 7 && f.typ == 2 {
 			graph, m.hasGraph = f.data, true
-		case f.num == 8 && f.typ == 2:
-			var domain string
-			var version int64
-			if err := eachField(f.data, func(g wireField) error {
-				switch {
-				case g.num == 1 && g.typ == 2:
-					domain = string(g.data)
-				case g.num == 2 && g.typ == 0:
-					version = int64(g.v)
-				}
-				return nil
-			}); err != nil {
-				return fmt.Errorf("opset_import: %w", err)
-			}
-			m.opsets[domain] = version
-		case f.num == 14 && f.typ == 2:
-			var k, v string
-			if err := eachField(f.data, func(g wireField) error {
-				switch {
-				case g.num == 1 && g.typ == 2:
-					k = string(g.data)
-				case g.num == 2 && g.typ == 2:
-					v = string(g.data)
-				}
-				return nil
-			}); err != nil {
-				return fmt.Errorf("metadata_props: %w", err)
-			}
-			if _, dup := m.metadata[k]; !dup {
-				m.metadataKeys = append(m.metadataKeys, k)
-			}
-			m.metadata[k] = v
+			return nil
 		}
-		return nil
+		return m.modelField(f)
 	})
 	if err != nil {
 		return nil, err
@@ -167,6 +123,77 @@ func parseModel(b []byte) (*modelProto, error) {
 		return nil, fmt.Errorf("graph: %w", err)
 	}
 	return m, nil
+}
+
+// modelField records one field of ModelProto other than the graph; fields it does not use
+// are skipped.
+func (m *modelProto) modelField(f wireField) error {
+	switch {
+	case f.num == 8 && f.typ == 2:
+		domain, version, err := parseOpsetImport(f.data)
+		if err != nil {
+			return fmt.Errorf("opset_import: %w", err)
+		}
+		m.opsets[domain] = version
+	case f.num == 14 && f.typ == 2:
+		k, v, err := parseStringEntry(f.data)
+		if err != nil {
+			return fmt.Errorf("metadata_props: %w", err)
+		}
+		if _, dup := m.metadata[k]; !dup {
+			m.metadataKeys = append(m.metadataKeys, k)
+		}
+		m.metadata[k] = v
+	default:
+		m.describingField(f)
+	}
+	return nil
+}
+
+// describingField records the descriptive scalars of ModelProto (fields 1 to 6).
+func (m *modelProto) describingField(f wireField) {
+	switch {
+	case f.num == 1 && f.typ == 0:
+		m.irVersion = int64(f.v)
+	case f.num == 2 && f.typ == 2:
+		m.producerName = string(f.data)
+	case f.num == 3 && f.typ == 2:
+		m.producerVersion = string(f.data)
+	case f.num == 4 && f.typ == 2:
+		m.domain = string(f.data)
+	case f.num == 5 && f.typ == 0:
+		m.modelVersion = int64(f.v)
+	case f.num == 6 && f.typ == 2:
+		m.docString = string(f.data)
+	}
+}
+
+// parseOpsetImport reads an OperatorSetIdProto: domain (1) and version (2).
+func parseOpsetImport(b []byte) (domain string, version int64, err error) {
+	err = eachField(b, func(g wireField) error {
+		switch {
+		case g.num == 1 && g.typ == 2:
+			domain = string(g.data)
+		case g.num == 2 && g.typ == 0:
+			version = int64(g.v)
+		}
+		return nil
+	})
+	return domain, version, err
+}
+
+// parseStringEntry reads a StringStringEntryProto: key (1) and value (2).
+func parseStringEntry(b []byte) (key, value string, err error) {
+	err = eachField(b, func(g wireField) error {
+		switch {
+		case g.num == 1 && g.typ == 2:
+			key = string(g.data)
+		case g.num == 2 && g.typ == 2:
+			value = string(g.data)
+		}
+		return nil
+	})
+	return key, value, err
 }
 
 func (m *modelProto) parseGraph(b []byte) error {
