@@ -308,18 +308,9 @@ func appendTensorRT(so *ort.SessionOptions, dev Device, opts Options) error {
 // planTensors decides each input's batch axis and the session's capacity, and allocates
 // the input buffers.
 func (s *Session) planTensors(opts Options) error {
-	m := s.model
-	dynamic := false
-	for _, in := range m.Inputs {
-		if in.NotTensor {
-			return &TypeError{Name: in.Name, Detail: "input is not a tensor (sequences and maps are not supported)"}
-		}
-		if !in.ElemType.Supported() {
-			return &TypeError{Name: in.Name, Want: in.ElemType, Detail: "element type not supported (float32, float64, int32, int64, uint8 and bool are)"}
-		}
-		if batchAxis(in, opts.DimValues) >= 0 {
-			dynamic = true
-		}
+	dynamic, err := s.checkInputs(opts)
+	if err != nil {
+		return err
 	}
 	s.capacity = opts.Capacity
 	if s.capacity == 0 {
@@ -329,54 +320,81 @@ func (s *Session) planTensors(opts Options) error {
 		return fmt.Errorf("inference: capacity %d must be positive", opts.Capacity)
 	}
 	if !dynamic {
-		// A model exported with a fixed batch: every input's axis 0 is the batch.
-		s.fixed = -1
-		for _, in := range m.Inputs {
-			if len(in.Shape) > 0 {
-				if s.fixed < 0 {
-					s.fixed = int(in.Shape[0])
-				} else if int64(s.fixed) != in.Shape[0] {
-					s.fixed = 0
-				}
-			}
-		}
-		if s.fixed <= 0 {
-			s.fixed = 0
-			s.capacity = 1
-		} else {
-			s.capacity = s.fixed
-		}
+		s.fixed = fixedBatch(s.model.Inputs)
+		s.capacity = max(s.fixed, 1)
 	}
-	for _, in := range m.Inputs {
-		t := &Tensor{Info: in, BatchAxis: batchAxis(in, opts.DimValues)}
-		if s.fixed > 0 && len(in.Shape) > 0 {
-			t.BatchAxis = 0
-		}
-		base := slices.Clone(in.Shape)
-		for i, d := range base {
-			if d >= 0 || i == t.BatchAxis {
-				continue
-			}
-			v, ok := opts.DimValues[in.DimNames[i]]
-			if !ok || v <= 0 {
-				return fmt.Errorf("inference: input %q has shape %s: dimension %d is dynamic but is not the batch axis; "+
-					"give it a positive value in Options.DimValues (by its symbolic name)", in.Name, in.ShapeString(), i)
-			}
-			base[i] = v
-		}
-		if t.BatchAxis >= 0 {
-			base[t.BatchAxis] = 1
-		}
-		s.inBase = append(s.inBase, base)
-		elems, err := tensorElems(in.Name, base, t.BatchAxis, s.capacity)
-		if err != nil {
+	for _, in := range s.model.Inputs {
+		if err := s.planInput(in, opts); err != nil {
 			return err
 		}
-		if err := s.allocTensor(t, elems); err != nil {
-			return err
-		}
-		s.inputs = append(s.inputs, t)
 	}
+	return nil
+}
+
+// checkInputs refuses inputs that are not tensors of a supported element type, and says
+// whether any input has a batch axis (a dynamic dimension not given in opts.DimValues).
+func (s *Session) checkInputs(opts Options) (dynamic bool, err error) {
+	for _, in := range s.model.Inputs {
+		if in.NotTensor {
+			return false, &TypeError{Name: in.Name, Detail: "input is not a tensor (sequences and maps are not supported)"}
+		}
+		if !in.ElemType.Supported() {
+			return false, &TypeError{Name: in.Name, Want: in.ElemType, Detail: "element type not supported (float32, float64, int32, int64, uint8 and bool are)"}
+		}
+		if batchAxis(in, opts.DimValues) >= 0 {
+			dynamic = true
+		}
+	}
+	return dynamic, nil
+}
+
+// fixedBatch is the batch of a model exported with a fixed one: every input's axis 0 is the
+// batch, and all of them agree. 0 when they do not (or no input has an axis).
+func fixedBatch(inputs []ValueInfo) int {
+	fixed := -1
+	for _, in := range inputs {
+		switch {
+		case len(in.Shape) == 0:
+		case fixed < 0:
+			fixed = int(in.Shape[0])
+		case int64(fixed) != in.Shape[0]:
+			fixed = 0
+		}
+	}
+	return max(fixed, 0)
+}
+
+// planInput allocates the tensor of input in: its shape with every dynamic dimension other
+// than the batch axis given by opts.DimValues, the batch axis at s.capacity.
+func (s *Session) planInput(in ValueInfo, opts Options) error {
+	t := &Tensor{Info: in, BatchAxis: batchAxis(in, opts.DimValues)}
+	if s.fixed > 0 && len(in.Shape) > 0 {
+		t.BatchAxis = 0
+	}
+	base := slices.Clone(in.Shape)
+	for i, d := range base {
+		if d >= 0 || i == t.BatchAxis {
+			continue
+		}
+		v, ok := opts.DimValues[in.DimNames[i]]
+		if !ok || v <= 0 {
+			return fmt.Errorf("inference: input %q has shape %s: dimension %d is dynamic but is not the batch axis; "+
+				"give it a positive value in Options.DimValues (by its symbolic name)", in.Name, in.ShapeString(), i)
+		}
+		base[i] = v
+	}
+	if t.BatchAxis >= 0 {
+		base[t.BatchAxis] = 1
+	}
+	s.inBase = append(s.inBase, base)
+	elems, err := tensorElems(in.Name, base, t.BatchAxis, s.capacity)
+	if err != nil {
+		return err
+	}
+	if err := s.allocTensor(t, elems); err != nil {
+		return err
+	}
+	s.inputs = append(s.inputs, t)
 	return nil
 }
 
