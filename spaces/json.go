@@ -405,33 +405,15 @@ func decodeBox(fields []field, path string) (Space, error) {
 			return nil, fieldErr(join(path, "dtype"), "unknown dtype %q", b.Dtype)
 		}
 	}
-	var shape []int
 	shapeRaw, haveShape := lookup(fields, "shape")
+	var shape []int
 	if haveShape {
-		dims, err := parseInts(shapeRaw, join(path, "shape"))
-		if err != nil {
-			return nil, err
-		}
-		shape = make([]int, len(dims))
-		for i, d := range dims {
-			if d <= 0 {
-				return nil, fieldErr(join(path, "shape")+"["+strconv.Itoa(i)+"]", "must be positive, got %d", d)
-			}
-			if d > MaxElements {
-				d = MaxElements + 1 // reported by checkShape below
-			}
-			shape[i] = int(d)
-		}
-		if _, err := checkShape(shape, join(path, "shape")); err != nil {
+		var err error
+		if shape, err = decodeBoxShape(shapeRaw, join(path, "shape")); err != nil {
 			return nil, err
 		}
 	}
-	type bound struct {
-		vals   []float32
-		shape  []int
-		scalar bool
-	}
-	var bs [2]bound
+	var bs [2]boxBound
 	for i, name := range [2]string{"low", "high"} {
 		raw, ok := lookup(fields, name)
 		if !ok {
@@ -441,21 +423,12 @@ func decodeBox(fields []field, path string) (Space, error) {
 		if err != nil {
 			return nil, err
 		}
-		bs[i] = bound{vals, bshape, scalar}
+		bs[i] = boxBound{vals, bshape, scalar}
 	}
 	if !haveShape {
-		switch {
-		case bs[0].scalar && bs[1].scalar:
-			shape = []int{}
-		case bs[0].scalar:
-			shape = bs[1].shape
-		case bs[1].scalar:
-			shape = bs[0].shape
-		default:
-			if !slices.Equal(bs[0].shape, bs[1].shape) {
-				return nil, fieldErr(join(path, "high"), "shape %s does not match low's shape %s", shapeString(bs[1].shape), shapeString(bs[0].shape))
-			}
-			shape = bs[0].shape
+		var err error
+		if shape, err = impliedShape(bs, join(path, "high")); err != nil {
+			return nil, err
 		}
 	}
 	n, err := checkShape(shape, join(path, "shape"))
@@ -463,27 +436,73 @@ func decodeBox(fields []field, path string) (Space, error) {
 		return nil, err
 	}
 	b.Shape = shape
-	for i, name := range [2]string{"low", "high"} {
-		bd := bs[i]
-		var vals []float32
-		switch {
-		case bd.scalar:
-			vals = make([]float32, n)
-			for j := range vals {
-				vals[j] = bd.vals[0]
-			}
-		case slices.Equal(bd.shape, shape) || (len(bd.shape) == 1 && len(bd.vals) == n):
-			vals = bd.vals
-		default:
-			return nil, fieldErr(join(path, name), "array of shape %s does not match shape %s", shapeString(bd.shape), shapeString(shape))
-		}
-		if i == 0 {
-			b.Low = vals
-		} else {
-			b.High = vals
-		}
+	if b.Low, err = bs[0].expand(shape, n, join(path, "low")); err != nil {
+		return nil, err
+	}
+	if b.High, err = bs[1].expand(shape, n, join(path, "high")); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// decodeBoxShape parses a Box's "shape": positive dimensions whose product is within
+// MaxElements.
+func decodeBoxShape(raw json.RawMessage, path string) ([]int, error) {
+	dims, err := parseInts(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	shape := make([]int, len(dims))
+	for i, d := range dims {
+		if d <= 0 {
+			return nil, fieldErr(path+"["+strconv.Itoa(i)+"]", "must be positive, got %d", d)
+		}
+		shape[i] = int(min(d, MaxElements+1)) // too large: reported by checkShape below
+	}
+	if _, err := checkShape(shape, path); err != nil {
+		return nil, err
+	}
+	return shape, nil
+}
+
+// boxBound is a parsed Box bound (parseBound): its values, flat, with their shape, or one
+// scalar.
+type boxBound struct {
+	vals   []float32
+	shape  []int
+	scalar bool
+}
+
+// impliedShape is a Box's shape when it gives none: that of its array bounds, which must
+// agree, or [] when both are scalars. highPath names the field reported on a mismatch.
+func impliedShape(bs [2]boxBound, highPath string) ([]int, error) {
+	switch {
+	case bs[0].scalar && bs[1].scalar:
+		return []int{}, nil
+	case bs[0].scalar:
+		return bs[1].shape, nil
+	case bs[1].scalar:
+		return bs[0].shape, nil
+	case !slices.Equal(bs[0].shape, bs[1].shape):
+		return nil, fieldErr(highPath, "shape %s does not match low's shape %s", shapeString(bs[1].shape), shapeString(bs[0].shape))
+	}
+	return bs[0].shape, nil
+}
+
+// expand gives the bound's n values for a Box of the given shape: a scalar repeated, or the
+// array's own values when its shape is the Box's (or it is flat with n values).
+func (bd boxBound) expand(shape []int, n int, path string) ([]float32, error) {
+	switch {
+	case bd.scalar:
+		vals := make([]float32, n)
+		for j := range vals {
+			vals[j] = bd.vals[0]
+		}
+		return vals, nil
+	case slices.Equal(bd.shape, shape) || (len(bd.shape) == 1 && len(bd.vals) == n):
+		return bd.vals, nil
+	}
+	return nil, fieldErr(path, "array of shape %s does not match shape %s", shapeString(bd.shape), shapeString(shape))
 }
 
 // parseBound parses a Box bound: a number, an infinity string, or a rectangular nested
