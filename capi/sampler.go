@@ -73,6 +73,23 @@ const (
 )
 
 func (o *samplerOptions) check() error {
+	if err := o.checkSizes(); err != nil {
+		return err
+	}
+	switch {
+	case o.RemoteWaitMS < -1 || o.RemoteWaitMS > math.MaxInt64/int64(time.Millisecond):
+		return fmt.Errorf("\"remote_wait_ms\" %d: want milliseconds >= 0, or -1 to wait for every sub-environment", o.RemoteWaitMS)
+	case o.RemoteWaitMS != 0 && !o.Remote:
+		return errors.New("\"remote_wait_ms\" needs \"remote\": true (only a RemoteVectorEnv waits for its sub-environments)")
+	case o.StateIn != "per_row" && o.StateIn != "per_sequence":
+		return fmt.Errorf("\"state_in\" %q: want \"per_row\" or \"per_sequence\" (RLlib's layout)", o.StateIn)
+	}
+	return o.checkPolicies()
+}
+
+// checkSizes checks the counts and sizes: sub-environments, workers, fragment and batch
+// rows, model bytes, sequence length.
+func (o *samplerOptions) checkSizes() error {
 	switch {
 	case o.NumEnvs < 1 || o.NumEnvs > maxVecEnvs:
 		return fmt.Errorf("\"num_envs\" %d: want 1..%d", o.NumEnvs, maxVecEnvs)
@@ -84,16 +101,17 @@ func (o *samplerOptions) check() error {
 		return fmt.Errorf("\"fragment_length\" %d times \"num_envs\" %d: a batch of more than %d rows", o.FragmentLength, o.NumEnvs, maxSamplerRows)
 	case o.MaxModelBytes < 1:
 		return fmt.Errorf("\"max_model_bytes\" %d: want a positive size in bytes", o.MaxModelBytes)
-	case o.RemoteWaitMS < -1 || o.RemoteWaitMS > math.MaxInt64/int64(time.Millisecond):
-		return fmt.Errorf("\"remote_wait_ms\" %d: want milliseconds >= 0, or -1 to wait for every sub-environment", o.RemoteWaitMS)
-	case o.RemoteWaitMS != 0 && !o.Remote:
-		return errors.New("\"remote_wait_ms\" needs \"remote\": true (only a RemoteVectorEnv waits for its sub-environments)")
-	case o.Model != "" && len(o.Policies) > 0:
-		return errors.New("give \"model\" or \"policies\", not both")
 	case o.MaxSeqLen < 1 || o.MaxSeqLen > maxFragment:
 		return fmt.Errorf("\"max_seq_len\" %d: want 1..%d", o.MaxSeqLen, maxFragment)
-	case o.StateIn != "per_row" && o.StateIn != "per_sequence":
-		return fmt.Errorf("\"state_in\" %q: want \"per_row\" or \"per_sequence\" (RLlib's layout)", o.StateIn)
+	}
+	return nil
+}
+
+// checkPolicies checks "model" against "policies", and the entries of "policies" and
+// "policy_map".
+func (o *samplerOptions) checkPolicies() error {
+	if o.Model != "" && len(o.Policies) > 0 {
+		return errors.New("give \"model\" or \"policies\", not both")
 	}
 	for id, m := range o.Policies {
 		if id == "" || m == "" || strings.Contains(id, "=") {
