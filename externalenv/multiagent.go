@@ -95,53 +95,10 @@ func (c *core) checkObsMap(id string, obs map[env.AgentID][]float32) error {
 // recording nothing, when an agent of obs is done already or the actions do not match obs.
 // ep.mu is held.
 func (c *core) multiEvent(ep *episode, obs, actions map[env.AgentID][]float32, end endKind) (*event, error) {
-	added := 0
-	for agent := range obs {
-		i := ep.agent(agent, false)
-		if i >= 0 && ep.agents[i].gone {
-			return nil, fmt.Errorf("%w: episode %q: agent %q is done", ErrBadObservation, ep.id, agent)
-		}
-		if i < 0 {
-			added++
-		}
-	}
-	if err := c.checkAgentCount(ep, added); err != nil {
+	if err := c.checkMultiReport(ep, obs, actions); err != nil {
 		return nil, err
 	}
-	if actions != nil {
-		for agent := range actions {
-			if _, ok := obs[agent]; !ok {
-				return nil, fmt.Errorf("%w: episode %q: action for agent %q, which has no observation", ErrBadAction, ep.id, agent)
-			}
-		}
-		for agent := range obs {
-			if i := ep.agent(agent, false); i >= 0 && ep.agents[i].done {
-				continue
-			}
-			if _, ok := actions[agent]; !ok {
-				return nil, fmt.Errorf("%w: episode %q: no action for agent %q", ErrBadAction, ep.id, agent)
-			}
-		}
-	}
-	refs := ep.scratch[:0]
-	for agent, o := range obs {
-		refs = append(refs, obsRef{id: agent, obs: o})
-	}
-	for i := range ep.agents {
-		ag := &ep.agents[i]
-		if ag.gone || (!ag.done && end == notDone) {
-			continue
-		}
-		if _, ok := obs[ag.id]; ok {
-			continue
-		}
-		if !ag.seen { // it never observed: nothing to end
-			ag.gone = true
-			continue
-		}
-		refs = append(refs, obsRef{id: ag.id})
-	}
-	slices.SortFunc(refs, func(a, b obsRef) int { return strings.Compare(a.id, b.id) })
+	refs := ep.reportRefs(obs, end)
 	ev := ep.newEvent()
 	for _, r := range refs {
 		i := ep.agent(r.id, true)
@@ -161,6 +118,70 @@ func (c *core) multiEvent(ep *episode, obs, actions map[env.AgentID][]float32, e
 	clear(refs)
 	ep.scratch = refs[:0]
 	return ev, nil
+}
+
+// checkMultiReport refuses a report whose observations name an agent that is done already
+// or would take the episode past MaxAgents, and, for LogAction (actions not nil), actions
+// that do not match the observations: one for each agent of obs that is not done, and no
+// other. ep.mu is held.
+func (c *core) checkMultiReport(ep *episode, obs, actions map[env.AgentID][]float32) error {
+	added := 0
+	for agent := range obs {
+		i := ep.agent(agent, false)
+		if i >= 0 && ep.agents[i].gone {
+			return fmt.Errorf("%w: episode %q: agent %q is done", ErrBadObservation, ep.id, agent)
+		}
+		if i < 0 {
+			added++
+		}
+	}
+	if err := c.checkAgentCount(ep, added); err != nil {
+		return err
+	}
+	if actions == nil {
+		return nil
+	}
+	for agent := range actions {
+		if _, ok := obs[agent]; !ok {
+			return fmt.Errorf("%w: episode %q: action for agent %q, which has no observation", ErrBadAction, ep.id, agent)
+		}
+	}
+	for agent := range obs {
+		if i := ep.agent(agent, false); i >= 0 && ep.agents[i].done {
+			continue
+		}
+		if _, ok := actions[agent]; !ok {
+			return fmt.Errorf("%w: episode %q: no action for agent %q", ErrBadAction, ep.id, agent)
+		}
+	}
+	return nil
+}
+
+// reportRefs lists, sorted by id in ep.scratch, the agents of a report: those of obs, and
+// every agent not in obs that must end in it (one marked done, or any with end set) with
+// its final observation; an agent that never observed is marked gone instead. ep.mu is
+// held.
+func (ep *episode) reportRefs(obs map[env.AgentID][]float32, end endKind) []obsRef {
+	refs := ep.scratch[:0]
+	for agent, o := range obs {
+		refs = append(refs, obsRef{id: agent, obs: o})
+	}
+	for i := range ep.agents {
+		ag := &ep.agents[i]
+		if ag.gone || (!ag.done && end == notDone) {
+			continue
+		}
+		if _, ok := obs[ag.id]; ok {
+			continue
+		}
+		if !ag.seen { // it never observed: nothing to end
+			ag.gone = true
+			continue
+		}
+		refs = append(refs, obsRef{id: ag.id})
+	}
+	slices.SortFunc(refs, func(a, b obsRef) int { return strings.Compare(a.id, b.id) })
+	return refs
 }
 
 // checkAgentCount refuses added new agents beyond MaxAgents; ep.mu is held.
