@@ -90,16 +90,7 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	so := opts.Session
-	if so.Capacity <= 0 {
-		so.Capacity = 1024
-	}
-	if so.IntraOpThreads == 0 {
-		so.IntraOpThreads = 1
-	}
-	if so.InterOpThreads == 0 {
-		so.InterOpThreads = 1
-	}
+	so := actorSessionOptions(opts.Session)
 	a := &PolicyActor{free: make(chan *actWorker, workers), explore: opts.Action.Explore}
 	defer func() {
 		if err != nil { // no worker is out of the pool yet
@@ -115,40 +106,10 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 		}
 		w := &actWorker{sess: sess, rng: rand.New(rand.NewPCG(opts.Seed, uint64(i)))}
 		a.workers = append(a.workers, w)
-		for _, set := range []struct {
-			c                 **connectors.Connectors
-			explore, skipLogp bool
-		}{{&w.greedy, false, true}, {&w.greedyLogp, false, false}, {&w.explore, true, false}} {
-			cfg := opts.Action
-			cfg.Explore, cfg.SkipLogp = set.explore, set.skipLogp
-			c, err := connectors.New(connectors.Config{Policy: p, ObservationSpace: opts.ObservationSpace,
-				ActionSpace: opts.ActionSpace, Action: cfg, Capacity: sess.Capacity()})
-			if err != nil {
-				return nil, err
-			}
-			if err := c.Bind(sess); err != nil {
-				return nil, err
-			}
-			*set.c = c
-		}
-		if p.Spec.ValueOutput != "" {
-			if w.valueT, err = sess.Output(p.Spec.ValueOutput); err != nil {
-				return nil, err
-			}
-			if w.valueT.Info.ElemType != inference.ElemFloat32 {
-				return nil, fmt.Errorf("server: value output %q holds %s, want float32", w.valueT.Info.Name, w.valueT.Info.ElemType)
-			}
-		}
-		if w.obsT, err = sess.Input(p.Spec.ObservationInput); err != nil {
+		if err := w.bind(opts); err != nil {
 			return nil, err
 		}
-		if w.obsT.Info.ElemType != inference.ElemFloat32 {
-			return nil, fmt.Errorf("server: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
-		}
 		agent := w.greedy.Agent
-		for _, c := range []*connectors.Connectors{w.greedy, w.greedyLogp, w.explore} {
-			c.Agent.Reset(0)
-		}
 		a.obsW, a.inW = agent.InputSize(), agent.Width()
 		a.actW = w.greedy.Action.Distribution().ActionSize()
 		obs := opts.ObservationSpace
@@ -160,6 +121,58 @@ func NewPolicyActor(opts PolicyOptions) (_ *PolicyActor, err error) {
 		a.free <- w
 	}
 	return a, nil
+}
+
+// actorSessionOptions are so with the actor's defaults: 1024 rows, one thread of each kind.
+func actorSessionOptions(so inference.Options) inference.Options {
+	if so.Capacity <= 0 {
+		so.Capacity = 1024
+	}
+	if so.IntraOpThreads == 0 {
+		so.IntraOpThreads = 1
+	}
+	if so.InterOpThreads == 0 {
+		so.InterOpThreads = 1
+	}
+	return so
+}
+
+// bind makes the worker's three connector sets (greedy, greedy with log-probabilities,
+// exploring) on its session, and finds its observation input and value output, both float32.
+func (w *actWorker) bind(opts PolicyOptions) (err error) {
+	p, sess := opts.Policy, w.sess
+	for _, set := range []struct {
+		c                 **connectors.Connectors
+		explore, skipLogp bool
+	}{{&w.greedy, false, true}, {&w.greedyLogp, false, false}, {&w.explore, true, false}} {
+		cfg := opts.Action
+		cfg.Explore, cfg.SkipLogp = set.explore, set.skipLogp
+		c, err := connectors.New(connectors.Config{Policy: p, ObservationSpace: opts.ObservationSpace,
+			ActionSpace: opts.ActionSpace, Action: cfg, Capacity: sess.Capacity()})
+		if err != nil {
+			return err
+		}
+		if err := c.Bind(sess); err != nil {
+			return err
+		}
+		c.Agent.Reset(0)
+		*set.c = c
+	}
+	if p.Spec.ValueOutput != "" {
+		if w.valueT, err = sess.Output(p.Spec.ValueOutput); err != nil {
+			return err
+		}
+		if w.valueT.Info.ElemType != inference.ElemFloat32 {
+			return fmt.Errorf("server: value output %q holds %s, want float32", w.valueT.Info.Name, w.valueT.Info.ElemType)
+		}
+	}
+	if w.obsT, err = sess.Input(p.Spec.ObservationInput); err != nil {
+		return err
+	}
+	if w.obsT.Info.ElemType != inference.ElemFloat32 {
+		return fmt.Errorf("server: observation input %q holds %s, want float32", w.obsT.Info.Name, w.obsT.Info.ElemType)
+	}
+	return nil
 }
 
 // ErrNoValueOutput is ActInto's error when values are asked of a policy without a value output.
@@ -196,18 +209,8 @@ func (a *PolicyActor) Act(ctx context.Context, dst, obs []float32, n int, explor
 // into out's slices, which must hold n rows each. The observations are not checked against
 // the observation space (the caller does that).
 func (a *PolicyActor) ActInto(ctx context.Context, out ActOutputs, obs []float32, n int, explore Explore) error {
-	if len(obs) != n*a.obsW {
-		return fmt.Errorf("server: Act: %d observation values for %d rows of %d", len(obs), n, a.obsW)
-	}
-	switch {
-	case len(out.Actions) != n*a.actW:
-		return fmt.Errorf("server: Act: room for %d action values, want %d rows of %d", len(out.Actions), n, a.actW)
-	case out.LogP != nil && len(out.LogP) != n:
-		return fmt.Errorf("server: Act: room for %d log-probabilities, want %d", len(out.LogP), n)
-	case out.Values != nil && len(out.Values) != n:
-		return fmt.Errorf("server: Act: room for %d values, want %d", len(out.Values), n)
-	case out.Values != nil && !a.HasValue():
-		return ErrNoValueOutput
+	if err := a.checkAct(out, obs, n); err != nil {
+		return err
 	}
 	var w *actWorker
 	select {
@@ -228,34 +231,60 @@ func (a *PolicyActor) ActInto(ctx context.Context, out ActOutputs, obs []float32
 	}
 	capacity := w.sess.Capacity()
 	for start := 0; start < n; start += capacity {
-		m := min(capacity, n-start)
-		if err := w.sess.SetBatch(m); err != nil {
+		if err := a.actChunk(w, c, out, obs, start, min(capacity, n-start)); err != nil {
 			return err
 		}
-		in := w.obsT.Float32()
-		rows := obs[start*a.obsW : (start+m)*a.obsW]
-		if a.copyObs {
-			copy(in, rows)
-		} else {
-			for j := range m {
-				c.Agent.Write(in[j*a.inW:(j+1)*a.inW], 0, rows[j*a.obsW:(j+1)*a.obsW], 0)
-			}
+	}
+	return nil
+}
+
+// checkAct refuses observations that are not n rows, and outputs without room for n rows
+// or asking for values the policy does not have.
+func (a *PolicyActor) checkAct(out ActOutputs, obs []float32, n int) error {
+	switch {
+	case len(obs) != n*a.obsW:
+		return fmt.Errorf("server: Act: %d observation values for %d rows of %d", len(obs), n, a.obsW)
+	case len(out.Actions) != n*a.actW:
+		return fmt.Errorf("server: Act: room for %d action values, want %d rows of %d", len(out.Actions), n, a.actW)
+	case out.LogP != nil && len(out.LogP) != n:
+		return fmt.Errorf("server: Act: room for %d log-probabilities, want %d", len(out.LogP), n)
+	case out.Values != nil && len(out.Values) != n:
+		return fmt.Errorf("server: Act: room for %d values, want %d", len(out.Values), n)
+	case out.Values != nil && !a.HasValue():
+		return ErrNoValueOutput
+	}
+	return nil
+}
+
+// actChunk runs rows [start, start+m) of obs (m at most the session's capacity) through w's
+// session with the connectors c, and writes their outputs into out.
+func (a *PolicyActor) actChunk(w *actWorker, c *connectors.Connectors, out ActOutputs, obs []float32, start, m int) error {
+	if err := w.sess.SetBatch(m); err != nil {
+		return err
+	}
+	in := w.obsT.Float32()
+	rows := obs[start*a.obsW : (start+m)*a.obsW]
+	if a.copyObs {
+		copy(in, rows)
+	} else {
+		for j := range m {
+			c.Agent.Write(in[j*a.inW:(j+1)*a.inW], 0, rows[j*a.obsW:(j+1)*a.obsW], 0)
 		}
-		if err := w.sess.Run(); err != nil {
-			return err
+	}
+	if err := w.sess.Run(); err != nil {
+		return err
+	}
+	c.Action.ComputeSession(w.rng, w.sess)
+	copy(out.Actions[start*a.actW:(start+m)*a.actW], c.Action.Actions())
+	if out.LogP != nil {
+		copy(out.LogP[start:start+m], c.Action.LogPs())
+	}
+	if out.Values != nil {
+		v := w.valueT.Float32()
+		if len(v) != m {
+			return fmt.Errorf("server: value output %q has %d values for %d rows", w.valueT.Info.Name, len(v), m)
 		}
-		c.Action.ComputeSession(w.rng, w.sess)
-		copy(out.Actions[start*a.actW:(start+m)*a.actW], c.Action.Actions())
-		if out.LogP != nil {
-			copy(out.LogP[start:start+m], c.Action.LogPs())
-		}
-		if out.Values != nil {
-			v := w.valueT.Float32()
-			if len(v) != m {
-				return fmt.Errorf("server: value output %q has %d values for %d rows", w.valueT.Info.Name, len(v), m)
-			}
-			copy(out.Values[start:start+m], v)
-		}
+		copy(out.Values[start:start+m], v)
 	}
 	return nil
 }
