@@ -247,6 +247,13 @@ func (s *Scanner) str() ([]byte, error) {
 			break
 		}
 	}
+	return s.strEscaped(start)
+}
+
+// strEscaped reads the string whose contents start at data[start], decoding its escapes
+// into the scratch buffer.
+func (s *Scanner) strEscaped(start int) ([]byte, error) {
+	data := s.data
 	out := s.scratch[:0]
 	i := start
 	for {
@@ -272,55 +279,56 @@ func (s *Scanner) str() ([]byte, error) {
 			i++
 			continue
 		}
-		i++
-		if i >= len(data) {
-			s.pos = i
-			return nil, s.Errorf("unterminated string")
-		}
-		e := data[i]
-		i++
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(data, i)
-			switch {
-			case i+4 > len(data):
-				s.pos = i
-				return nil, s.Errorf("short \\u escape in string")
-			case !ok:
-				s.pos = i
-				return nil, s.Errorf("invalid \\u escape in string")
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(0), false
-				if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
-					r2, ok = hex4(data, i+2)
-				}
-				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
-					r = dec
-					i += 6
-				} else {
-					r = utf8.RuneError // not a pair: the next escape is read on its own
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			s.pos = i - 1
-			return nil, s.Errorf("invalid escape \\%c in string", e)
+		var err error
+		if out, i, err = s.escape(out, i+1); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// escapeBytes are the values of the one-character escapes.
+var escapeBytes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape decodes the escape whose letter is at data[i] (after its backslash), appending the
+// character to out; it returns out and the index after the escape.
+func (s *Scanner) escape(out []byte, i int) ([]byte, int, error) {
+	data := s.data
+	if i >= len(data) {
+		s.pos = i
+		return nil, i, s.Errorf("unterminated string")
+	}
+	e := data[i]
+	i++
+	if b := escapeBytes[e]; b != 0 {
+		return append(out, b), i, nil
+	}
+	if e != 'u' {
+		s.pos = i - 1
+		return nil, i, s.Errorf("invalid escape \\%c in string", e)
+	}
+	r, ok := hex4(data, i)
+	switch {
+	case i+4 > len(data):
+		s.pos = i
+		return nil, i, s.Errorf("short \\u escape in string")
+	case !ok:
+		s.pos = i
+		return nil, i, s.Errorf("invalid \\u escape in string")
+	}
+	i += 4
+	if utf16.IsSurrogate(r) {
+		r2, ok := rune(0), false
+		if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
+			r2, ok = hex4(data, i+2)
+		}
+		if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+			r = dec
+			i += 6
+		} else {
+			r = utf8.RuneError // not a pair: the next escape is read on its own
+		}
+	}
+	return utf8.AppendRune(out, r), i, nil
 }
 
 func hex4(data []byte, i int) (rune, bool) {
