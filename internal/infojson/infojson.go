@@ -77,26 +77,6 @@ func appendValue(dst []byte, v any, depth int) []byte {
 		return strconv.AppendBool(dst, v)
 	case string:
 		return jsonappend.String(dst, v)
-	case int:
-		return strconv.AppendInt(dst, int64(v), 10)
-	case int8:
-		return strconv.AppendInt(dst, int64(v), 10)
-	case int16:
-		return strconv.AppendInt(dst, int64(v), 10)
-	case int32:
-		return strconv.AppendInt(dst, int64(v), 10)
-	case int64:
-		return strconv.AppendInt(dst, v, 10)
-	case uint:
-		return strconv.AppendUint(dst, uint64(v), 10)
-	case uint8:
-		return strconv.AppendUint(dst, uint64(v), 10)
-	case uint16:
-		return strconv.AppendUint(dst, uint64(v), 10)
-	case uint32:
-		return strconv.AppendUint(dst, uint64(v), 10)
-	case uint64:
-		return strconv.AppendUint(dst, v, 10)
 	case float32:
 		return jsonappend.Float32Real(dst, v)
 	case float64:
@@ -106,37 +86,70 @@ func appendValue(dst []byte, v any, depth int) []byte {
 	case map[string]any:
 		return appendObject(dst, v, depth)
 	case []any:
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendValue(dst, x, depth+1)
-		}
-		return append(dst, ']')
+		return appendValues(dst, v, depth+1)
 	case []float32:
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonappend.Float32Real(dst, x)
-		}
-		return append(dst, ']')
+		return appendList(dst, v, jsonappend.Float32Real)
 	case []float64:
-		dst = append(dst, '[')
-		for i, x := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendFloat(dst, x)
-		}
-		return append(dst, ']')
+		return appendList(dst, v, appendFloat)
+	}
+	if out, ok := appendInteger(dst, v); ok {
+		return out
 	}
 	if b, err := json.Marshal(v); err == nil {
 		return append(dst, b...)
 	}
 	return jsonappend.String(dst, fmt.Sprint(v))
+}
+
+// appendValues appends the JSON array of v, its elements at depth.
+func appendValues(dst []byte, v []any, depth int) []byte {
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendValue(dst, x, depth)
+	}
+	return append(dst, ']')
+}
+
+// appendList appends the JSON array of v, each element by add.
+func appendList[T any](dst []byte, v []T, add func([]byte, T) []byte) []byte {
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = add(dst, x)
+	}
+	return append(dst, ']')
+}
+
+// appendInteger appends v when it is one of Go's integer types; ok is false otherwise.
+func appendInteger(dst []byte, v any) (_ []byte, ok bool) {
+	switch v := v.(type) {
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int8:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int16:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case uint:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case uint8:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case uint16:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case uint32:
+		return strconv.AppendUint(dst, uint64(v), 10), true
+	case uint64:
+		return strconv.AppendUint(dst, v, 10), true
+	}
+	return dst, false
 }
 
 // Decode reads one info object; {} (and null) give nil.
