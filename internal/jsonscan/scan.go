@@ -378,14 +378,7 @@ func (s *Scanner) Number() (tok []byte, isInt bool, err error) {
 		i++
 	}
 	if i < len(data) && (data[i] == 'N' || data[i] == 'I') {
-		for _, w := range [...]string{"NaN", "Infinity"} {
-			if bytes.HasPrefix(data[i:], []byte(w)) && (w == "Infinity" || i == start) {
-				s.pos = i + len(w)
-				return data[start:s.pos], false, nil
-			}
-		}
-		s.pos = i
-		return nil, false, s.Unexpected("a number")
+		return s.specialNumber(start, i)
 	}
 	switch {
 	case i < len(data) && data[i] == '0':
@@ -419,6 +412,19 @@ func (s *Scanner) Number() (tok []byte, isInt bool, err error) {
 	}
 	s.pos = i
 	return data[start:i], isInt, nil
+}
+
+// specialNumber scans NaN, Infinity or -Infinity, whose letters start at data[i] (start is
+// the token's first byte: its '-', if any).
+func (s *Scanner) specialNumber(start, i int) ([]byte, bool, error) {
+	for _, w := range [...]string{"NaN", "Infinity"} {
+		if bytes.HasPrefix(s.data[i:], []byte(w)) && (w == "Infinity" || i == start) {
+			s.pos = i + len(w)
+			return s.data[start:s.pos], false, nil
+		}
+	}
+	s.pos = i
+	return nil, false, s.Unexpected("a number")
 }
 
 // skipDigits returns the index of the first byte from data[i] on that is not a decimal digit.
