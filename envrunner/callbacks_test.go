@@ -45,15 +45,15 @@ func (c *eventRecorder) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episod
 	c.add(ep, "start")
 	assert.Empty(c.t, ep.UserData, "episode %d starts with the user data of another", ep.ID)
 	assert.Empty(c.t, ep.CustomMetrics, "episode %d starts with the custom metrics of another", ep.ID)
-	assert.Zero(c.t, ep.Length)
-	assert.Zero(c.t, ep.TotalReward)
+	assert.Zero(c.t, ep.Length())
+	assert.Zero(c.t, ep.TotalReward())
 	assert.True(c.t, ep.TrainingEnabled)
 	ep.UserData["id"] = ep.ID // RLlib-style: the map is there
 }
 
 func (c *eventRecorder) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
 	c.add(ep, "step")
-	assert.Equal(c.t, c.steps[ep.ID], ep.Length, "episode %d: Length in its step callback", ep.ID)
+	assert.Equal(c.t, c.steps[ep.ID], ep.Length(), "episode %d: Length in its step callback", ep.ID)
 	if assert.Equal(c.t, ep.ID, ep.UserData["id"], "episode %d: user data", ep.ID) {
 		c.userSeen++
 	}
@@ -67,12 +67,12 @@ func (c *eventRecorder) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode
 
 func (c *eventRecorder) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
 	c.add(ep, "end")
-	c.lengths[ep.ID] = ep.Length
+	c.lengths[ep.ID] = ep.Length()
 	// RLlib-style: write into the maps without making them.
-	ep.CustomMetrics["length_twice"] = 2 * float64(ep.Length)
+	ep.CustomMetrics["length_twice"] = 2 * float64(ep.Length())
 	rs := ep.AgentRewards(nil)
 	require.Len(c.t, rs, 1)
-	assert.Equal(c.t, ep.TotalReward, rs[0].Reward)
+	assert.Equal(c.t, ep.TotalReward(), rs[0].Reward)
 	assert.Equal(c.t, envrunner.DefaultPolicyID, rs[0].Policy)
 }
 

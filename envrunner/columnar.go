@@ -175,11 +175,14 @@ func (c *columnProtocol) inColumns(a *agentRec) *env.Columns {
 }
 
 // fast reports whether a, the record of sub-environment e, may take its next row through
-// addColumns' fast path (the row's own flags aside): a running episode, counted, whose agent
-// waits for the row. Under this protocol an episode has one agent, in its sub-environment,
-// and its totals are that agent's; fastOK rules out the rest once.
+// addColumns' fast path (the row's own flags aside): its episode runs (finish and drop take
+// a record's episode away: under this protocol an episode ends in the step that ends it) and
+// its agent waits for the row. Under this protocol an episode has one agent, in its
+// sub-environment, and its totals are that agent's: the test reads the record only, not its
+// episode (a line less per sub-environment and step). fastOK rules out the rest once, and
+// addColumns the steps in which an episode may be extra (extraEpisodes).
 func (c *columnProtocol) fast(a *agentRec, e env.EnvID) bool {
-	return a != nil && a.pending && int(a.envID) == e && a.ep != nil && !a.ep.ended && !a.ep.extra
+	return a != nil && a.pending && int(a.envID) == e && a.ep != nil
 }
 
 // addColumns takes in the rows of the ready sub-environments, as addColumn does for each,
@@ -196,8 +199,10 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 	var p *policy
 	var infer []row
 	// A step that may fill the fragment takes every row through observe, which notes where
-	// the fragment ends (stepDone).
-	slow := !c.fastOK || (r.mode.exact && r.frag.sinceCutEnv+r.step.counted+len(ready) > r.mode.target)
+	// the fragment ends (stepDone), and so does a step in which an episode may be extra (not
+	// counted), which the fast path does not ask.
+	slow := !c.fastOK || (r.mode.exact && r.frag.sinceCutEnv+r.step.counted+len(ready) > r.mode.target) ||
+		r.extraEpisodes()
 	for _, e := range ready {
 		a, rs := recs[e], &res[e]
 		if slow || !c.fast(a, e) || rs.Terminated || rs.Truncated || reset[e] || rs.Info != nil {
@@ -209,7 +214,6 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 		}
 		// What stepDone counts for the transition, then the transition itself (its end
 		// flags 0: not done). The agent stays pending: the row gets its action in this step.
-		a.ep.Length++
 		steps++
 		if a.pol != p {
 			if p != nil {

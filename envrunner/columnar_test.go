@@ -60,16 +60,16 @@ func (t *trace) OnEpisodeStart(_ *envrunner.Runner, ep *envrunner.Episode) {
 }
 
 func (t *trace) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
-	t.log = append(t.log, fmt.Sprintf("step %d %d %v %v %v %v", ep.EnvID, ep.Length, ep.LastObservation(env.DefaultAgentID), ep.LastAction(env.DefaultAgentID),
+	t.log = append(t.log, fmt.Sprintf("step %d %d %v %v %v %v", ep.EnvID, ep.Length(), ep.LastObservation(env.DefaultAgentID), ep.LastAction(env.DefaultAgentID),
 		ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
 
 func (t *trace) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
 	if ep.Err != nil { // the last values of a faulty episode are the failed step's (see Episode.Err)
-		t.log = append(t.log, fmt.Sprintf("faulty %d %d %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.Err))
+		t.log = append(t.log, fmt.Sprintf("faulty %d %d %v %v", ep.EnvID, ep.Length(), ep.TotalReward(), ep.Err))
 		return
 	}
-	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v %v %v %v", ep.EnvID, ep.Length, ep.TotalReward, ep.LastAction(env.DefaultAgentID),
+	t.log = append(t.log, fmt.Sprintf("end %d %d %v %v %v %v %v", ep.EnvID, ep.Length(), ep.TotalReward(), ep.LastAction(env.DefaultAgentID),
 		ep.LastObservation(env.DefaultAgentID), ep.LastReward(env.DefaultAgentID), ep.LastInfo(env.DefaultAgentID)))
 }
 

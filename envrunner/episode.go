@@ -9,15 +9,17 @@ import (
 // Episode is one episode of one sub-environment, as callbacks see it (RLlib's Episode).
 // Episodes are reused by the runner once they end: a callback must not keep the pointer
 // after OnEpisodeEnd (copy what it needs).
+//
+// The episode's length and total reward are its agents' (Length, TotalReward), not kept
+// twice: a step of an episode of one agent (every sub-environment of a VectorEnv) touches its
+// agent's record only, not the episode.
 type Episode struct {
-	// Length is the number of environment steps so far.
-	Length int
-	// TotalReward is the sum of the rewards of all agents so far.
-	TotalReward float64
-
-	// What every step touches, in the same cache line as Length and TotalReward.
-	agents    []*agentRec               // in order of first appearance (agent_index)
-	index     map[env.AgentID]*agentRec // agents by id, once there are more than indexAgents
+	// What a step of an episode of several agents touches.
+	agents []*agentRec               // in order of first appearance (agent_index)
+	index  map[env.AgentID]*agentRec // agents by id, once there are more than indexAgents
+	// length: the env steps of an episode of several agents (see Length), counted once per
+	// step in which any of them completed a transition (Step, through the touched list).
+	length    int
 	ended     bool
 	endCalled bool // OnEpisodeEnd ran and the metrics are recorded
 	extra     bool // started beyond Config.MaxEpisodes: not recorded, not counted
@@ -59,6 +61,25 @@ type AgentReward struct {
 	Agent  env.AgentID
 	Policy PolicyID
 	Reward float64
+}
+
+// Length returns the number of environment steps so far: for an episode of one agent, the
+// transitions it completed; for several, the steps in which any of them completed one.
+func (e *Episode) Length() int {
+	if len(e.agents) == 1 {
+		return e.agents[0].steps
+	}
+	return e.length
+}
+
+// TotalReward returns the sum of the rewards of all agents so far: the sum of their totals
+// (AgentRewards), as RLlib's MultiAgentEpisode.get_return.
+func (e *Episode) TotalReward() float64 {
+	t := 0.0
+	for _, a := range e.agents {
+		t += a.reward
+	}
+	return t
 }
 
 // NumAgents returns the number of agents that took part in the episode so far.
@@ -158,8 +179,16 @@ func (e *Episode) agent(id env.AgentID) *agentRec {
 // indexAgents is the number of agents above which an episode indexes them by id.
 const indexAgents = 8
 
-// addAgent appends a new agent to the episode.
+// addAgent appends a new agent to the episode. A second agent starts the episode's own count
+// of env steps (length) from the first agent's: the steps it completed so far, less the one
+// of the current step that Step's touched list is still to count (stepped).
 func (e *Episode) addAgent(a *agentRec) {
+	if len(e.agents) == 1 {
+		e.length = e.agents[0].steps
+		if e.stepped {
+			e.length--
+		}
+	}
 	e.agents = append(e.agents, a)
 	switch {
 	case e.index != nil:
@@ -326,17 +355,11 @@ func newTrajLayout(p *policy) trajLayout {
 	return l
 }
 
-// addReward adds a reward to the agent's and its episode's totals.
-func (a *agentRec) addReward(reward float64) {
-	a.reward += reward
-	a.ep.TotalReward += reward
-}
-
 // complete completes the agent's pending transition, the one transition path of every
-// protocol (observe, finalRow, addColumns): its reward goes to the agent's and the episode's
-// totals and counts as one of the agent's steps, and where the record collects, the reward
-// and the end flags (0, flagTerminated, flagTruncated) go to its trajectory, whose row n
-// (the pending action's) becomes a complete transition. The caller has taken the agent off
+// protocol (observe, finalRow, addColumns): its reward goes to the agent's total and counts
+// as one of the agent's steps (the episode's totals are its agents'), and where the record
+// collects, the reward and the end flags (0, flagTerminated, flagTruncated) go to its
+// trajectory, whose row n (the pending action's) becomes a complete transition. The caller has taken the agent off
 // pending and counted the step for the runner (stepDone, or addColumns inline).
 func (a *agentRec) complete(reward float64, flags uint8) {
 	a.completeIn(a.tr[a.n*a.pol.lay.stride:], reward, flags)
@@ -345,7 +368,7 @@ func (a *agentRec) complete(reward float64, flags uint8) {
 // completeIn is complete for a record whose row n is row (and what follows it), wherever the
 // protocol keeps it (columnProtocol.pend: in its policy's defRows).
 func (a *agentRec) completeIn(row []float32, reward float64, flags uint8) {
-	a.addReward(reward)
+	a.reward += reward
 	a.steps++
 	if a.collect {
 		row[a.pol.lay.rew] = float32(reward)

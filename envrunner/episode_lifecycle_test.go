@@ -45,7 +45,7 @@ func (l *lifecycle) OnEpisodeStep(_ *envrunner.Runner, ep *envrunner.Episode) {
 
 func (l *lifecycle) OnEpisodeEnd(_ *envrunner.Runner, ep *envrunner.Episode) {
 	*l.events = append(*l.events, fmt.Sprintf("end %d", ep.EnvID))
-	l.ends = append(l.ends, endSeen{id: ep.ID, err: ep.Err, length: ep.Length, extID: ep.ExternalID})
+	l.ends = append(l.ends, endSeen{id: ep.ID, err: ep.Err, length: ep.Length(), extID: ep.ExternalID})
 }
 
 func newLifecycle(se *scriptedEnv) *lifecycle {

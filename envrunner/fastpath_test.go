@@ -70,8 +70,8 @@ func TestFastPathAfterFailedRun(t *testing.T) {
 		if col.fast(a, e) || a.pending {
 			t.Errorf("sub-environment %d after the failed run: fast %v, agent pending %v", e, col.fast(a, e), a.pending)
 		}
-		if ep := a.ep; ep != nil && (ep.Length != a.steps || ep.TotalReward != a.reward) {
-			t.Errorf("sub-environment %d: episode length %d return %v, its agent's %d and %v", e, ep.Length, ep.TotalReward, a.steps, a.reward)
+		if ep := a.ep; ep != nil && (ep.Length() != a.steps || ep.TotalReward() != a.reward) {
+			t.Errorf("sub-environment %d: episode length %d return %v, its agent's %d and %v", e, ep.Length(), ep.TotalReward(), a.steps, a.reward)
 		}
 	}
 	// The sub-environments wait for the actions they never got: a failed run ends the

@@ -93,7 +93,7 @@ func (r *Runner) record(a *agentRec, processed []float32) []float32 {
 	row := a.newRow()
 	put(row, processed)
 	if t := a.pol.lay.t; t >= 0 {
-		row[t] = math.Float32frombits(uint32(a.ep.Length)) // the env steps so far: this one's
+		row[t] = math.Float32frombits(uint32(a.ep.Length())) // the env steps so far: this one's
 	}
 	r.recorded(a)
 	return row

@@ -44,7 +44,7 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 	}
 	ep := r.eps.next[e]
 	r.eps.next[e] = nil
-	ep.extra = r.cfg.MaxEpisodes > 0 && r.eps.started >= r.cfg.MaxEpisodes
+	ep.extra = r.extraEpisodes()
 	if !ep.extra {
 		r.eps.started++
 	}
@@ -59,6 +59,12 @@ func (r *Runner) startEpisode(e env.EnvID, training bool) *Episode {
 	return ep
 }
 
+// extraEpisodes reports whether the episodes that start now are extra (Config.MaxEpisodes
+// started): from then on, for the rest of the run, a running episode may be one.
+func (r *Runner) extraEpisodes() bool {
+	return r.cfg.MaxEpisodes > 0 && r.eps.started >= r.cfg.MaxEpisodes
+}
+
 // finish ends an episode: callbacks, metrics, its agents' data to the batch (complete
 // mode) or left for the next cut (truncate mode).
 func (r *Runner) finish(ep *Episode) {
@@ -68,7 +74,7 @@ func (r *Runner) finish(ep *Episode) {
 	}
 	r.endEpisode(ep)
 	if r.mode.complete && r.mode.collect && ep.TrainingEnabled {
-		r.out.EnvSteps += ep.Length
+		r.out.EnvSteps += ep.Length()
 	}
 	for _, a := range ep.agents {
 		if a.slot >= 0 {
@@ -95,11 +101,11 @@ func (r *Runner) endEpisode(ep *Episode) {
 	}
 	ep.endCalled = true
 	r.count.episodes++
-	r.progress.returnSum += ep.TotalReward
+	r.progress.returnSum += ep.TotalReward()
 	if r.cb.end != nil {
 		r.cb.end.OnEpisodeEnd(r, ep)
 	}
-	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length, EpisodeReturn: ep.TotalReward}
+	m := RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length(), EpisodeReturn: ep.TotalReward()}
 	if n := len(ep.agents); n > 1 {
 		// The callers keep the metrics: cut them from a slab that is never written twice,
 		// rather than allocating (and growing) a slice per episode.
@@ -141,8 +147,8 @@ func (r *Runner) fault(ep *Episode, err error) {
 		if r.cb.end != nil {
 			r.cb.end.OnEpisodeEnd(r, ep)
 		}
-		r.addMetrics(RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length,
-			EpisodeReturn: ep.TotalReward, Faulty: true})
+		r.addMetrics(RolloutMetrics{Worker: r.cfg.Worker, EpisodeID: ep.ID, EpisodeLength: ep.Length(),
+			EpisodeReturn: ep.TotalReward(), Faulty: true})
 	}
 	if ep.ended { // it was about to finish in this step
 		for i, e := range r.step.ending {
@@ -178,7 +184,7 @@ func (r *Runner) recycle(ep *Episode) {
 	ep.clearAgents()
 	clear(ep.CustomMetrics)
 	clear(ep.UserData)
-	ep.Length, ep.TotalReward, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, 0, false, false, false, false
+	ep.length, ep.ended, ep.stepped, ep.faulty, ep.endCalled = 0, false, false, false, false
 	ep.ExternalID, ep.Err, ep.common, ep.byAll = "", nil, nil, false
 	r.eps.pool = append(r.eps.pool, ep)
 }

@@ -146,7 +146,7 @@ func (r *Runner) observe(a *agentRec, obs []float32, reward float64, terminated,
 		}
 		a.complete(reward, doneFlags(terminated, truncated))
 	} else { // its first observation
-		a.addReward(reward)
+		a.reward += reward
 	}
 	a.done = done
 	// A final observation needs the model only for the value that bootstraps a truncated
@@ -176,8 +176,8 @@ func (r *Runner) stepDone(a *agentRec, ep *Episode) {
 	switch {
 	case !r.mode.stepCB && len(ep.agents) == 1:
 		// The episode's one agent stepped: the env step counts here, without the touched
-		// list (which exists to count a multi-agent step once).
-		ep.Length++
+		// list (which exists to count a multi-agent step once); the episode's length is
+		// the agent's steps (Episode.Length).
 		if !ep.extra {
 			over = r.mode.exact && r.frag.sinceCutEnv+r.step.counted >= r.mode.target
 			r.step.stepped++
@@ -219,7 +219,7 @@ func (r *Runner) finalRow(a *agentRec) {
 	a.carry = 0
 	a.done = true
 	if !a.pending {
-		a.addReward(reward)
+		a.reward += reward
 		return
 	}
 	a.pending, a.logged = false, false

@@ -497,7 +497,7 @@ func (r *Runner) Step() error {
 	for _, ep := range r.step.touched {
 		if ep.stepped {
 			ep.stepped = false
-			ep.Length++
+			ep.length++ // Length of an episode of several agents
 			if !ep.extra {
 				envSteps++
 			}

@@ -36,6 +36,9 @@ type scriptedEnv struct {
 	skip func(t, k int) bool
 	// info returns agent k's info at step t (AgentObs.Info), or nil.
 	info func(e, ep, t, k int) env.Info
+	// joins returns the step at which agent k first observes in each episode (from then on
+	// at every step, as skip allows); nil: at the reset.
+	joins func(k int) int
 
 	ep, t     []int
 	waiting   []bool // actions sent, step not reported yet
@@ -89,6 +92,9 @@ func (s *scriptedEnv) report(dst *env.Batch, e int, reset bool) {
 	dst.Envs = append(dst.Envs, st)
 	for k, id := range s.agents {
 		if s.skip != nil && !reset && !end && s.skip(t, k) {
+			continue
+		}
+		if s.joins != nil && t < s.joins(k) {
 			continue
 		}
 		a := dst.AddAgent()
