@@ -6,7 +6,7 @@
 // Not built by make:
 //
 //   g++ -O3 -std=gnu++17 -Wno-psabi -Iep/src ep/bench/lstm_step.cc ep/src/host.cc ep/src/gemm.cc
-//       ep/src/simd.cc ep/src/cells.cc -o /tmp/lstm_step && /tmp/lstm_step [rows (256)]
+//       ep/src/simd.cc ep/src/cells.cc ep/src/lstm_strassen.cc -o /tmp/lstm_step && /tmp/lstm_step [rows (256)]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   PackedWeights px, ph, phn;
   RnnPack(w, true, false, &px, &ph, &phn);
   w.x = &px;
+  w.h = &ph;
+  w.hn = &phn;
   auto time = [&](const char* name, auto&& f) {
     double best = 1e30;
     for (int rep = 0; rep < 7; rep++) {

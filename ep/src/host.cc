@@ -10,6 +10,9 @@ namespace onnxrl_ep {
 
 namespace {
 
+// kLstmStrassenRows: HostLstm's rows (of one thread) from which LstmStrassen runs.
+constexpr int64_t kLstmStrassenRows = 16;
+
 // ONNXRL_VECTOR_CLONES compiles a hot loop for AVX2+FMA too, picked at load time on x86-64.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ONNXRL_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -144,6 +147,7 @@ void RnnPack(const RnnWeights& w, bool lstm, bool lbr, PackedWeights* x, PackedW
     std::copy_n(w.wx, I * G, stacked.data());
     std::copy_n(w.wh, H * G, stacked.data() + I * G);
     x->Repack(stacked.data(), I + H, G, G, bias.data());
+    if (LstmStrassenFits(I, H)) PackLstmStrassen(w, h);
     return;
   }
   x->Repack(w.wx, I, G, G, w.bx);
@@ -180,12 +184,17 @@ struct RowRange {
   const float* of(const float* base, int64_t n) const { return base == nullptr ? nullptr : base + b0 * n; }
 };
 
+// LstmRowScratch is an LSTM row's part of the gates' scratch: its gates (4H), or
+// LstmStrassen's scratch per row where that is more.
+int64_t LstmRowScratch(int64_t I, int64_t H) { return std::max(4 * H, LstmStrassenRowScratch(I, H)); }
+
 }  // namespace
 
 int64_t RnnScratch(int64_t gates, int64_t I, int64_t H, int64_t B) {
-  // gates [B][G*H], the recurrent part [B][G*H] (GRU), h and c [B][H] each (the state when
-  // the caller wants no Y_h or Y_c; GRU's r * h).
-  (void)I;
+  // GRU: gates [B][G*H], the recurrent part [B][G*H], h and r * h [B][H] each. LSTM: the gates
+  // or LstmStrassen's scratch [B][LstmRowScratch], h and c [B][H] each (the state when the
+  // caller wants no Y_h or Y_c).
+  if (gates == 4) return B * (LstmRowScratch(I, H) + 2 * H);
   return B * (gates * H * 2 + 2 * H);
 }
 
@@ -195,14 +204,14 @@ void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const
   const RowRange rr{b0, b1 - b0, B};
   RawPacks packs;
   const RnnWeights w = packs.Of(raw, true, false);
-  const int64_t H = w.H, G = 4 * H, I = w.I, n = rr.rows;
-  float* gates = rr.of(scratch, G);
+  const int64_t H = w.H, G = 4 * H, I = w.I, n = rr.rows, RS = LstmRowScratch(I, H);
+  float* gates = rr.of(scratch, RS);
   // The state is read where it is (h0 and c0; zeros when absent) and written where it goes
   // (yh and yc; scratch when absent), the cells updating it there from the second step on: no
   // copies in or out. The first step's multiply has read all of h before the cells write, so h0
   // may be yh and c0 yc (a direction continuing from the state it wrote, ops/rnn.cc).
-  float* hs = yh != nullptr ? rr.of(yh, H) : rr.of(scratch + 2 * B * G, H);
-  float* cs = yc != nullptr ? rr.of(yc, H) : rr.of(scratch + 2 * B * G + B * H, H);
+  float* hs = yh != nullptr ? rr.of(yh, H) : rr.of(scratch + B * RS, H);
+  float* cs = yc != nullptr ? rr.of(yc, H) : rr.of(scratch + B * RS + B * H, H);
   const float* h = rr.of(h0, H);
   const float* c = rr.of(c0, H);
   if (h == nullptr) {
@@ -219,12 +228,20 @@ void HostLstm(const RnnWeights& raw, const float* x, int64_t T, int64_t B, const
     return;
   }
   const Epilogue none;
+  // LstmStrassen from kLstmStrassenRows rows (LstmStrassenFits: w.h is its form).
+  const bool strassen = w.h != nullptr && !w.h->empty() && n >= kLstmStrassenRows;
   for (int64_t t = 0; t < T; t++) {
-    // gates = [x_t, h] @ [Wx; Wh] + (bx + bh): one multiply over I + H (measured 7% faster than
-    // x_t @ Wx, then h @ Wh added onto the gates, at 256 rows of 128), its rows read from x_t
-    // and h where they are (GemmStacked).
-    GemmStacked(x + t * B * I + b0 * I, I, I, h, H, n, *w.x, 0, G, none, gates, G);
-    LstmCells(gates, n, H, c, cs, hs, y != nullptr ? y + t * B * H + b0 * H : nullptr);
+    const float* xt = x + t * B * I + b0 * I;
+    float* yt = y != nullptr ? y + t * B * H + b0 * H : nullptr;
+    // Rows of 16 by LstmStrassen, the rest as below.
+    const int64_t m = strassen ? LstmStrassen(*w.h, I, H, xt, h, c, n, gates, cs, hs, yt) : 0;
+    if (m < n) {
+      // gates = [x_t, h] @ [Wx; Wh] + (bx + bh): one multiply over I + H (measured 7% faster
+      // than x_t @ Wx, then h @ Wh added onto the gates, at 256 rows of 128), its rows read
+      // from x_t and h where they are (GemmStacked).
+      GemmStacked(xt + m * I, I, I, h + m * H, H, n - m, *w.x, 0, G, none, gates, G);
+      LstmCells(gates, n - m, H, c + m * H, cs + m * H, hs + m * H, yt != nullptr ? yt + m * H : nullptr);
+    }
     h = hs;
     c = cs;
   }

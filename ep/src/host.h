@@ -43,6 +43,9 @@ struct RnnWeights {
   const PackedWeights* h = nullptr;
   const PackedWeights* hn = nullptr;
 };
+// For an LSTM, h is the gate multiply's one-level Strassen form (LstmStrassen) where
+// LstmStrassenFits, else empty.
+//
 // RnnPack packs w's raw weights as RnnWeights' packed forms describe (lstm: 4 gates, else a GRU
 // with linear_before_reset lbr); hn is left empty unless a GRU without it.
 void RnnPack(const RnnWeights& w, bool lstm, bool lbr, PackedWeights* x, PackedWeights* h, PackedWeights* hn);
@@ -56,6 +59,21 @@ void HostGru(const RnnWeights& w, bool lbr, const float* x, int64_t T, int64_t B
 // Scratch floats HostLstm (gates = 4) or HostGru (gates = 3) need for B rows of I inputs and H
 // hidden units.
 int64_t RnnScratch(int64_t gates, int64_t I, int64_t H, int64_t B);
+// LstmStrassen runs one LSTM step on the first rows of n, a multiple of 16 (it returns how
+// many: n rounded down to one), with the gate multiply [x, h] @ [Wx; Wh] as one level of
+// Strassen's algorithm (7/8 of the multiply-adds) and the cells fused into it
+// (lstm_strassen.cc): x [n][I], h and c [n][H] the state read, c_out, h_out and y_out (may be
+// null) [n][H] the state written (h_out may be h and c_out c). s is PackLstmStrassen's form;
+// scratch holds 16 * LstmStrassenRowScratch(I, H) floats.
+int64_t LstmStrassen(const PackedWeights& s, int64_t I, int64_t H, const float* x, const float* h, const float* c,
+                     int64_t n, float* scratch, float* c_out, float* h_out, float* y_out);
+// LstmStrassenFits: the shapes LstmStrassen takes (H a multiple of 16, I + H even) on the
+// instruction set it is written for (AVX-512).
+bool LstmStrassenFits(int64_t I, int64_t H);
+// PackLstmStrassen packs an LSTM's weights and biases for LstmStrassen.
+void PackLstmStrassen(const RnnWeights& w, PackedWeights* s);
+// LstmStrassenRowScratch: LstmStrassen's scratch per row of 16.
+int64_t LstmStrassenRowScratch(int64_t I, int64_t H);
 // LstmCells: gates [rows][4H] (i, o, f, c sums) and the cell state c_in [rows][H] give the new
 // c_out and h_out [rows][H] (c_out may be c_in), and y_out (when not null) a copy of h_out
 // (cells.cc).
