@@ -213,7 +213,8 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 			continue
 		}
 		// What stepDone counts for the transition, then the transition itself (its end
-		// flags 0: not done). The agent stays pending: the row gets its action in this step.
+		// flags 0: not done; its reward goes with the row of this observation, which the
+		// model's run writes). The agent stays pending: the row gets its action in this step.
 		steps++
 		if a.pol != p {
 			if p != nil {
@@ -222,11 +223,7 @@ func (c *columnProtocol) addColumns(ready []env.EnvID) {
 			p = a.pol
 			infer = p.infer
 		}
-		if k := c.pend[e]; k > 0 { // the pending action's row waits in the last block
-			a.completeIn(p.deferredRow(p.defBlocks-1, int(e)), rs.Reward, 0)
-		} else {
-			a.complete(rs.Reward, 0)
-		}
+		a.complete(rs.Reward, 0)
 		// The row extends the policy's column run where it can (no row of its own).
 		if run := &p.run; len(infer) == 0 && (run.n == 0 || run.first+run.n == e) {
 			if run.n == 0 {

@@ -110,7 +110,7 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int) {
 	} else { // read back by randomLogp below
 		ntcopy.StridedCached(acts, tr[l.act:], s, aw, n)
 	}
-	ntcopy.Strided(rews, tr[l.rew:], s, 1, n)
+	ntcopy.Strided(rews, tr[s+l.rew:], s, 1, n) // transition i's reward is row i+1's (trajLayout.rew)
 	// Only the last transition can end the episode.
 	terminated := n == a.n && a.end&flagTerminated != 0
 	ntcopy.Fill8(terms[:n-1], false)
@@ -161,7 +161,7 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int) {
 				last = float64(tr[n*s+l.vf])
 			}
 		}
-		r.gae(b, tr, s, l.rew, vfAt, n, last)
+		r.gae(b, tr, s, s+l.rew, vfAt, n, last) // rewards one row on, as above
 	}
 	b.Count += n
 	out.AgentSteps += n

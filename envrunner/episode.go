@@ -231,10 +231,10 @@ type RolloutMetrics struct {
 // row n waits for its reward.
 //
 // The trajectory is row-major (tr): row i holds o_i and what belongs to it, at the offsets
-// of the policy's trajLayout: the value of o_i, the action taken at o_i with its
-// log-probability, distribution inputs and RNN states, and the reward of transition i once
-// it is known (the done flags are the record's, in end: only the last transition can have
-// them). A step writes each agent's values into one place
+// of the policy's trajLayout: the reward that came with o_i (row i+1 holds transition i's),
+// the value of o_i, the action taken at o_i with its log-probability, distribution inputs
+// and RNN states (the done flags are the record's, in end: only the last transition can
+// have them). A step writes each agent's values into one place
 // instead of appending to a column per value (a column per value and agent is thousands of
 // write streams over a vector env); emit gathers the rows into the batch's columns. Under
 // the columnar protocol at thousands of sub-environments, the last rows of a record on the
@@ -308,20 +308,23 @@ const (
 // trajLayout places a policy's values in a row of an agent's trajectory. The observation
 // is at offset 0; an offset is -1 when the policy has no such value.
 type trajLayout struct {
-	stride            int // values per row
-	vf                int // value of the observation (models with a value output)
-	act               int // the action taken at the observation (actW values)
-	logp, dist        int // its log-probability and distribution inputs (models)
-	rew               int // reward of the transition that starts at the row
+	stride     int // values per row
+	vf         int // value of the observation (models with a value output)
+	act        int // the action taken at the observation (actW values)
+	logp, dist int // its log-probability and distribution inputs (models)
+	// rew: the reward that came with the row's observation, that of the transition that
+	// ends at it (row i+1 holds transition i's reward; row 0's belongs to no transition).
+	// It is written with the row, so that completing a transition writes no row.
+	rew               int
 	stateIn, stateOut []int
 	// t: the episode's env step at which the observation came (RLlib's t), as the bits of
 	// an int32, for the row protocol only (addT): an agent of a multi-agent episode may skip
 	// env steps. Under the columnar protocol every sub-environment's one agent observes at
 	// every env step, so row i's t is the record's t0 + i and the row has no t (-1).
 	t int
-	// outputs is the end of the values after the observation (t, where there is one, comes
-	// after them): clearing a row's outputs leaves its t.
-	outputs int
+	// outs..outputs are the values after the observation and its reward (t, where there is
+	// one, comes after them): clearing a row's outputs leaves its reward and t.
+	outs, outputs int
 }
 
 // addT gives the rows a t (see trajLayout.t), after all other values.
@@ -339,6 +342,8 @@ func newTrajLayout(p *policy) trajLayout {
 		return off
 	}
 	next(p.obsW)
+	l.rew = next(1)
+	l.outs = l.stride
 	if p.hasValue {
 		l.vf = next(1)
 	}
@@ -346,7 +351,6 @@ func newTrajLayout(p *policy) trajLayout {
 	if !p.random {
 		l.logp, l.dist = next(1), next(p.distW)
 	}
-	l.rew = next(1)
 	for _, w := range p.stateW {
 		l.stateIn = append(l.stateIn, next(w))
 		l.stateOut = append(l.stateOut, next(w))
@@ -358,20 +362,16 @@ func newTrajLayout(p *policy) trajLayout {
 // complete completes the agent's pending transition, the one transition path of every
 // protocol (observe, finalRow, addColumns): its reward goes to the agent's total and counts
 // as one of the agent's steps (the episode's totals are its agents'), and where the record
-// collects, the reward and the end flags (0, flagTerminated, flagTruncated) go to its
-// trajectory, whose row n (the pending action's) becomes a complete transition. The caller has taken the agent off
-// pending and counted the step for the runner (stepDone, or addColumns inline).
+// collects, the end flags (0, flagTerminated, flagTruncated) go to the record, whose row n
+// (the pending action's) becomes a complete transition. The reward goes to the trajectory
+// with the transition's new observation, row n+1 (trajLayout.rew), wherever the protocol
+// writes that row: completing a transition touches the record only. The caller has taken
+// the agent off pending and counted the step for the runner (stepDone, or addColumns
+// inline).
 func (a *agentRec) complete(reward float64, flags uint8) {
-	a.completeIn(a.tr[a.n*a.pol.lay.stride:], reward, flags)
-}
-
-// completeIn is complete for a record whose row n is row (and what follows it), wherever the
-// protocol keeps it (columnProtocol.pend: in its policy's defRows).
-func (a *agentRec) completeIn(row []float32, reward float64, flags uint8) {
 	a.reward += reward
 	a.steps++
 	if a.collect {
-		row[a.pol.lay.rew] = float32(reward)
 		a.end = flags
 		a.n++
 	}
@@ -459,9 +459,7 @@ func (a *agentRec) dropFirst(k int) {
 	}
 	copy(a.tr[:s], a.tr[last*s:])
 	a.tr = a.tr[:s]
-	// Its transition's reward is not known yet: it is written when the transition
-	// completes (cleared here for a record that never completes it).
-	a.tr[a.pol.lay.rew], a.end = 0, 0
+	a.end = 0
 	a.t0 += int32(a.n)
 	a.n = 0
 }

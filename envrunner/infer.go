@@ -3,6 +3,8 @@ package envrunner
 import (
 	"math"
 	"time"
+
+	"github.com/onnxrl/sampler/env"
 )
 
 // act computes the actions of every queued row, policy by policy, and records the
@@ -87,11 +89,13 @@ func (r *Runner) release(p *policy, a *agentRec) {
 	}
 }
 
-// record appends a trajectory row for a processed observation and returns it (the rest of
-// the row is the caller's to write; see newRow).
-func (r *Runner) record(a *agentRec, processed []float32) []float32 {
+// record appends a trajectory row for a processed observation and the reward that came with
+// it (trajLayout.rew) and returns it (the rest of the row is the caller's to write; see
+// newRow).
+func (r *Runner) record(a *agentRec, processed []float32, reward float64) []float32 {
 	row := a.newRow()
 	put(row, processed)
+	row[a.pol.lay.rew] = float32(reward)
 	if t := a.pol.lay.t; t >= 0 {
 		row[t] = math.Float32frombits(uint32(a.ep.Length())) // the env steps so far: this one's
 	}
@@ -128,7 +132,7 @@ func (r *Runner) writeRows(p *policy, rows []row) {
 		if a.collect {
 			// No model output for the row: its value (where the policy has one) is 0, and
 			// so is its action until randomRows writes one.
-			clear(r.record(a, p.rowBuf)[p.obsW:p.lay.outputs])
+			clear(r.record(a, p.rowBuf, ro.reward)[p.lay.outs:p.lay.outputs])
 		}
 	}
 	r.perf.add(phRawObs, time.Since(t0))
@@ -175,7 +179,7 @@ func (r *Runner) inferChunk(p *policy, rows []row) bool {
 		p.agent.Write(dst, a.slot, ro.obs, ro.reward)
 		p.slots[j] = a.slot
 		if a.collect {
-			tr := r.record(a, dst)
+			tr := r.record(a, dst, ro.reward)
 			if st != nil && !a.done {
 				for s, off := range p.lay.stateIn {
 					copy(tr[off:off+p.stateW[s]], st.Row(s, a.slot))
@@ -192,7 +196,7 @@ func (r *Runner) inferChunk(p *policy, rows []row) bool {
 		r.runErr = err
 		for _, ro := range rows { // the rows recorded for this run get no model output
 			if ro.rec.collect {
-				clear(ro.rec.lastRow()[w:p.lay.outputs])
+				clear(ro.rec.lastRow()[p.lay.outs:p.lay.outputs])
 			}
 		}
 		r.proto.withdraw(p)
@@ -269,10 +273,11 @@ func (c *columnProtocol) inferRun(p *policy) {
 		l := &p.lay
 		s, dw := l.stride, p.distW
 		pacts, logps, dists := act.PolicyActions(), act.LogPs(), act.AllDistInputs()
+		res := c.cols.Results[k : k+m]
 		if p.defRows == nil {
 			for j, a := range c.recs[k : k+m] {
 				if a.collect {
-					tr := r.record(a, in[j*w:(j+1)*w])
+					tr := r.record(a, in[j*w:(j+1)*w], res[j].Reward)
 					l.putOutputs(tr, vals, j, pacts[j*aw:(j+1)*aw], logps[j], dists[j*dw:(j+1)*dw])
 				}
 			}
@@ -288,6 +293,7 @@ func (c *columnProtocol) inferRun(p *policy) {
 			for j := 0; j < m; j += scatterRows {
 				n, blk := min(scatterRows, m-j), rows[j*s:]
 				scatter(blk, in[j*w:], s, w, n)
+				scatterRewards(blk[l.rew:], res[j:j+n], s)
 				if vals != nil {
 					scatter(blk[l.vf:], vals[j:], s, 1, n)
 				}
@@ -304,6 +310,18 @@ func (c *columnProtocol) inferRun(p *policy) {
 		}
 	}
 	r.perf.add(phAction, time.Since(t2))
+}
+
+// scatterRewards writes the rewards of results, as float32, into dst at stride (the rewards
+// column of inferRun's block).
+func scatterRewards(dst []float32, results []env.StepResult, stride int) {
+	if len(results) == 0 {
+		return
+	}
+	_ = dst[(len(results)-1)*stride]
+	for i := range results {
+		dst[i*stride] = float32(results[i].Reward)
+	}
 }
 
 // scatterRows is how many rows of a defRows block inferRun writes a column at a time (10 KB

@@ -230,6 +230,7 @@ func (r *Runner) finalRow(a *agentRec) {
 		next := a.newRow()
 		copy(next[:w], a.tr[(a.n-1)*s:(a.n-1)*s+w])
 		clear(next[w:])
+		next[a.pol.lay.rew] = float32(reward) // the transition's (trajLayout.rew)
 		r.recorded(a)
 	}
 }
