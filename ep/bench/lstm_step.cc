@@ -1,7 +1,9 @@
 // lstm_step times the host backend's LSTM step (ep/src/host.h, HostLstm: the gates' multiply
-// over [x_t, h] and the cells) alone on the LSTM of benchmarks/epbench's lstm_128 policy (128
-// inputs, 128 hidden units, one step), one thread, the weights packed once as the kernel packs
-// them, the state read from h0/c0 and written to Y_h/Y_c; and the cells alone. Prints the best
+// over [x_t, h] and the cells; on AVX-512 LstmStrassen, its one-level Strassen form with the
+// cells fused in) alone on the LSTM of benchmarks/epbench's lstm_128 policy (128 inputs, 128
+// hidden units, one step), one thread, the weights packed once as the kernel packs them, the
+// state read from h0/c0 and written to Y_h/Y_c; and the ordinary path's cells alone
+// (LstmCells). Prints the best
 // of 7 runs' µs per step. The figures in the commit messages of the LSTM's changes come from it.
 // Not built by make:
 //
