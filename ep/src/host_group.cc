@@ -1,3 +1,8 @@
+// The feature-major kernels' vectors never cross a call (every helper is always_inline): the
+// ABI note GCC gives for passing them by value does not apply (gemm.cc is compiled with
+// -Wno-psabi for the same reason).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include "host_group.h"
 
 #include <algorithm>
@@ -5,6 +10,7 @@
 #include <cstring>
 
 #include "plan.h"
+#include "simd.h"
 
 namespace onnxrl_ep {
 
@@ -25,6 +31,149 @@ Epilogue EpilogueOf(const DenseKernel& d) {
   e.b = d.b;
   return e;
 }
+
+#if defined(ONNXRL_X86_ISAS)
+using namespace simd;
+
+// FmBlock: out[j][r] = act(bias[j] + sum_k in[k][r] w[k][j]) for NJ features from j = 0 and
+// RV vectors of 16 rows from r = 0; in's and out's feature rows are T floats apart, w's rows
+// ldw. The sums start from the bias and add the products in the order of k, as the row-major
+// Gemm's do: the same results to the bit.
+template <int A, int NJ, int RV>
+ONNXRL_TARGET_AVX512 ONNXRL_ALWAYS_INLINE void FmBlock(const float* in, int64_t T, int64_t K, const float* w,
+                                                     int64_t ldw, const float* bias, const Epilogue& e, float* out) {
+  V16 acc[NJ * RV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NJ; j++) {
+    const V16 b = V16{} + bias[j];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; v++) acc[j * RV + v] = b;
+  }
+  for (int64_t k = 0; k < K; k++) {
+    V16 h[RV];
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; v++) h[v] = Load<V16>(in + k * T + v * 16);
+#pragma GCC unroll 16
+    for (int j = 0; j < NJ; j++) {
+      const float s = w[k * ldw + j];
+#pragma GCC unroll 4
+      for (int v = 0; v < RV; v++) acc[j * RV + v] += s * h[v];
+    }
+  }
+  Activate<A>(acc, NJ * RV, e);
+#pragma GCC unroll 16
+  for (int j = 0; j < NJ; j++)
+#pragma GCC unroll 4
+    for (int v = 0; v < RV; v++) Store<V16>(out + j * T + v * 16, acc[j * RV + v]);
+}
+
+// FmLayerRows computes a layer's N features for T rows (a multiple of RV * 16) in blocks of 8
+// features by RV vectors of rows (16 sums in registers for RV = 2, as the row-major tiles).
+template <int A, int RV>
+ONNXRL_TARGET_AVX512 __attribute__((noinline)) void FmLayerRows(const float* in, int64_t T, int64_t K, int64_t N,
+                                                               const float* w, const float* bias, const Epilogue& e,
+                                                               float* out) {
+  for (int64_t r = 0; r < T; r += RV * 16) {
+    int64_t j = 0;
+    for (; j + 8 <= N; j += 8) FmBlock<A, 8, RV>(in + r, T, K, w + j, N, bias + j, e, out + j * T + r);
+    switch (N - j) {
+#define ONNXRL_FM_REST(NJ)                                                                 \
+  case NJ:                                                                                 \
+    FmBlock<A, NJ, RV>(in + r, T, K, w + j, N, bias + j, e, out + j * T + r);             \
+    break;
+      ONNXRL_FM_REST(1)
+      ONNXRL_FM_REST(2)
+      ONNXRL_FM_REST(3)
+      ONNXRL_FM_REST(4)
+      ONNXRL_FM_REST(5)
+      ONNXRL_FM_REST(6)
+      ONNXRL_FM_REST(7)
+#undef ONNXRL_FM_REST
+      default:
+        break;
+    }
+  }
+}
+
+// FmRun runs FmLayerRows compiled for e's activation where policies fuse it (none, ReLU,
+// Tanh), else for any (a switch per block).
+template <int RV>
+void FmRun(const float* in, int64_t T, int64_t K, int64_t N, const float* w, const float* bias, const Epilogue& e,
+             float* out) {
+  switch (e.act) {
+    case kActNone:
+      return FmLayerRows<kActNone, RV>(in, T, K, N, w, bias, e, out);
+    case kActRelu:
+      return FmLayerRows<kActRelu, RV>(in, T, K, N, w, bias, e, out);
+    case kActTanh:
+      return FmLayerRows<kActTanh, RV>(in, T, K, N, w, bias, e, out);
+    default:
+      return FmLayerRows<kAnyAct, RV>(in, T, K, N, w, bias, e, out);
+  }
+}
+
+// Transpose16x8 holds the three rounds of two-register permutes (vpermt2ps) that turn 16 rows
+// of 8 floats, two rows per vector, into 8 vectors of 16 rows, one per column: round t pairs
+// the vectors that differ in bit t of their index and gives each output the elements of one
+// value of column bit t; the lanes within a vector are in the order of row and column, so that
+// after the last round lane r is row r. Worked out once by following every element.
+struct Transpose16x8 {
+  I16 idx[3][8];
+  Transpose16x8() {
+    // at[i][l]: the element (row * 8 + column) in lane l of vector i.
+    int at[8][16];
+    for (int i = 0; i < 8; i++)
+      for (int l = 0; l < 16; l++) at[i][l] = (2 * i + l / 8) * 8 + l % 8;
+    for (int t = 0; t < 3; t++) {
+      int next[8][16];
+      for (int o = 0; o < 8; o++) {
+        const int a = o & ~(1 << t), b = o | (1 << t);
+        // The elements of output o: those of a and b whose column bit t is o's bit t, in order.
+        int n = 0;
+        for (int e = 0; e < 128 && n < 16; e++) {
+          if (((e % 8) >> t & 1) != (o >> t & 1)) continue;
+          int src = -1;
+          for (int l = 0; l < 16; l++) {
+            if (at[a][l] == e) src = l;
+            if (at[b][l] == e) src = 16 + l;
+          }
+          if (src < 0) continue;
+          next[o][n] = e;
+          idx[t][o][n] = src;
+          n++;
+        }
+      }
+      std::memcpy(at, next, sizeof(at));
+    }
+  }
+};
+
+// FmTransposeIn writes rows [0, n) of x (K floats each) as xT[k][r], rows n to T zero. K = 8
+// runs 16 rows at a time through Transpose16x8; any other K element by element.
+ONNXRL_TARGET_AVX512 __attribute__((noinline)) void FmTransposeIn(const float* x, int64_t K, int64_t n, int64_t T,
+                                                                  float* xT) {
+  int64_t r = 0;
+  if (K == 8) {
+    static const Transpose16x8 tr;
+    for (; r + 16 <= n; r += 16) {
+      V16 v[8], u[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) v[i] = Load<V16>(x + (r + 2 * i) * 8);
+#pragma GCC unroll 3
+      for (int t = 0; t < 3; t++) {
+#pragma GCC unroll 8
+        for (int o = 0; o < 8; o++) u[o] = __builtin_shuffle(v[o & ~(1 << t)], v[o | (1 << t)], tr.idx[t][o]);
+#pragma GCC unroll 8
+        for (int o = 0; o < 8; o++) v[o] = u[o];
+      }
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; k++) Store<V16>(xT + k * T + r, v[k]);
+    }
+  }
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t i = r; i < T; i++) xT[k * T + i] = i < n ? x[i * K + k] : 0.0f;
+}
+#endif
 
 }  // namespace
 
@@ -56,8 +205,36 @@ HostDenseGroup::HostDenseGroup(Plan& plan, const DenseGroup& g) {
     col_.push_back(c0);
     c0 += h->N;
   }
-  merged_ = PackedWeights::Pack(w.data(), K, cols, cols, bias.data());
   merged_epi_ = EpilogueOf(*heads_[0]);
+#if defined(ONNXRL_X86_ISAS)
+  if (ChosenIsa() == IsaLevel::kAvx512 && !trunk_.empty()) {
+    // The feature-major form: each step's weights and bias taken as they are ([K][N]).
+    for (size_t si : g.trunk) {
+      auto* d = static_cast<DenseKernel*>(plan.steps[si].get());
+      FmLayer l;
+      l.K = d->K;
+      l.N = d->N;
+      l.w = std::move(d->w);
+      l.bias = d->bias.empty() ? std::vector<float>(d->N, 0.0f) : std::move(d->bias);
+      l.e = EpilogueOf(*d);
+      std::vector<float>().swap(d->w);
+      std::vector<float>().swap(d->bias);
+      fm_.push_back(std::move(l));
+    }
+    FmLayer h;
+    h.K = K;
+    h.N = cols;
+    h.w = std::move(w);
+    h.bias = std::move(bias);
+    h.e = merged_epi_;
+    fm_.push_back(std::move(h));
+    // Rows per tile: whole blocks of 64 rows (the heads' block).
+    tile_ = (tile_ + 63) / 64 * 64;
+  } else
+#endif
+  {
+    merged_ = PackedWeights::Pack(w.data(), K, cols, cols, bias.data());
+  }
   for (size_t si : g.heads) {
     auto* h = static_cast<DenseKernel*>(plan.steps[si].get());
     std::vector<float>().swap(h->w);
@@ -134,12 +311,67 @@ void HostDenseGroup::Tiles(const float* x, int64_t m0, int64_t m1, float* const*
   }
 }
 
+void HostDenseGroup::TilesFm(const float* x, int64_t m0, int64_t m1, float* const* outs) const {
+#if defined(ONNXRL_X86_ISAS)
+  const int64_t k0 = fm_.front().K;
+  const FmLayer& hd = fm_.back();
+  // This thread's buffers, grown once, from a 64-byte boundary: the tile's input transposed,
+  // two for the trunk and one for the heads, each tile_ floats per feature (a multiple of 64).
+  thread_local std::vector<float> scratch;
+  const size_t need = static_cast<size_t>(tile_ * (k0 + 2 * width_ + hd.N) + 16);
+  if (scratch.size() < need) scratch.resize(need);
+  float* xT = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
+  float* buf[2] = {xT + tile_ * k0, xT + tile_ * (k0 + width_)};
+  float* hb = xT + tile_ * (k0 + 2 * width_);
+  for (int64_t mt = m0; mt < m1; mt += tile_) {
+    const int64_t n = std::min(tile_, m1 - mt);
+    const int64_t T = (n + 63) / 64 * 64;  // rows n to T are zeros and never stored
+    FmTransposeIn(x + mt * k0, k0, n, T, xT);
+    const float* src = xT;
+    for (size_t l = 0; l + 1 < fm_.size(); l++) {
+      const FmLayer& d = fm_[l];
+      FmRun<2>(src, T, d.K, d.N, d.w.data(), d.bias.data(), d.e, buf[l % 2]);
+      src = buf[l % 2];
+    }
+    FmRun<4>(src, T, hd.K, hd.N, hd.w.data(), hd.bias.data(), hd.e, hb);
+    // Each head's columns to its rows: a value (one column) is one row of hb; others element
+    // by element.
+    for (size_t h = 0; h < heads_.size(); h++) {
+      const int64_t N = heads_[h]->N;
+      const float* src_h = hb + col_[h] * T;
+      float* o = outs[h] + mt * N;
+      if (N == 1) {
+        std::memcpy(o, src_h, n * sizeof(float));
+      } else {
+        for (int64_t r = 0; r < n; r++)
+          for (int64_t j = 0; j < N; j++) o[r * N + j] = src_h[j * T + r];
+      }
+    }
+  }
+#else
+  (void)x, (void)m0, (void)m1, (void)outs;
+#endif
+}
+
 void HostDenseGroup::Run(ExecContext& c) const {
   const float* x = c.CF(in_);
   constexpr size_t kMaxHeads = 8;
   float* outs[kMaxHeads];
   for (size_t h = 0; h < heads_.size(); h++) outs[h] = c.F(heads_[h]->out[0]);
-  c.ParallelRows(MatrixRows(c.shape(in_)), macs_, [&](int64_t m0, int64_t m1) { Tiles(x, m0, m1, outs); });
+  const int64_t M = MatrixRows(c.shape(in_));
+  if (!feature_major()) {
+    c.ParallelRows(M, macs_, [&](int64_t m0, int64_t m1) { Tiles(x, m0, m1, outs); });
+    return;
+  }
+  if (M <= 0) return;
+  // Tasks of whole tiles: ParallelRows' tasks of TaskRows rows (256 rows: four of 64) made the
+  // tiles that small.
+  const int64_t rows = (std::max(TaskRows(macs_, M, 8), tile_) + tile_ - 1) / tile_ * tile_;
+  auto task = [&](size_t t) {
+    const int64_t m0 = static_cast<int64_t>(t) * rows;
+    TilesFm(x, m0, std::min(M, m0 + rows), outs);
+  };
+  c.ParallelFor(static_cast<size_t>((M + rows - 1) / rows), task);
 }
 
 }  // namespace onnxrl_ep

@@ -17,13 +17,30 @@ class HostDenseGroup {
   // their unpacked weights); merged() then says so. The trunk's steps and unmerged heads are
   // prepared by their own PrepareHost.
   HostDenseGroup(Plan& plan, const DenseGroup& g);
-  bool merged() const { return !merged_.empty(); }
+  bool merged() const { return !merged_.empty() || !fm_.empty(); }
+  // feature_major() says that the group runs in the feature-major form (below), from its own
+  // copies of every step's weights: no step of it needs PrepareHost.
+  bool feature_major() const { return !fm_.empty(); }
   // Run computes the group for the run of c (c.step is the group's first step).
   void Run(ExecContext& c) const;
 
  private:
   // Tiles computes rows [m0, m1) of the group in tiles of tile_ rows.
   void Tiles(const float* x, int64_t m0, int64_t m1, float* const* outs) const;
+  // TilesFm is Tiles in the feature-major form.
+  void TilesFm(const float* x, int64_t m0, int64_t m1, float* const* outs) const;
+
+  // The feature-major form (AVX-512, merged heads): a tile's activations are stored transposed,
+  // one row of tile floats per feature, so that a vector holds 16 rows of one feature and a
+  // layer multiplies them by broadcast weights. The merged heads then take a multiply-add per
+  // column used (a logits-and-value pair: 5 of 16 rows each) where the row-major form took one
+  // per 8 padded columns of one row. Each layer's W [K][N] (the heads' merged) and bias.
+  struct FmLayer {
+    int64_t K = 0, N = 0;
+    std::vector<float> w, bias;
+    Epilogue e;
+  };
+  std::vector<FmLayer> fm_;  // the trunk's layers, then the merged heads; empty: row-major form
 
   std::vector<const DenseKernel*> trunk_, heads_;
   int in_ = -1;               // the group's input value
