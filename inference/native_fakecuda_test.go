@@ -6,9 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -183,9 +185,17 @@ func fakeCUDAChild(t *testing.T, mode string) {
 			}
 		}
 		// A range overlapping a pinned one is refused with the reason.
-		err = (&pinSet{}).pin(0, all[1].pinBuf)
+		refused := &pinSet{}
+		err = refused.pin(0, all[1].pinBuf)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "overlaps one already pinned")
+		// The set is dropped unreleased, its Pinner still holding the buffer, as a session's is
+		// when it is never closed: the package keeps it (heldPins), where the Go runtime would
+		// end the process from the Pinner's finalizer once it is collected.
+		refused = nil
+		runtime.GC()
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond) // the finalizers' goroutine runs
 		runs("half the tensors pinned")
 		// Close unpins the rest: the buffers can be pinned again.
 		bufs := make([][]byte, len(all))

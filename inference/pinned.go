@@ -4,7 +4,8 @@ package inference
 // allocates its input and output buffers page-aligned and has the provider page-lock them
 // (OnnxrlEpPinHost, ep/src/cuda/pinned.h), so that each run's copies to and from the GPU are
 // one asynchronous DMA each, with no staging copy. The buffers stay Go memory, held in place by
-// a runtime.Pinner until Close unpins them; a session that is never closed keeps them.
+// a runtime.Pinner until Close unpins them; a session that is never closed keeps them (the
+// package holds its pins: heldPins).
 
 /*
 #cgo LDFLAGS: -ldl
@@ -79,7 +80,13 @@ func pageAligned(n int) []byte {
 type pinSet struct {
 	pinner runtime.Pinner
 	starts []unsafe.Pointer
+	held   bool // in heldPins
 }
+
+// heldPins holds every pinSet that pins something until it is released, so that a session
+// dropped without Close keeps its buffers pinned (a leak) instead of its Pinner being
+// collected while it pins, which the Go runtime answers with a panic that ends the process.
+var heldPins sync.Map // *pinSet -> struct{}
 
 // pin page-locks buf for device id's executors. It returns errPinningOff when the provider
 // has pinning turned off ($ONNXRL_CUDA_PIN=0).
@@ -90,6 +97,10 @@ func (ps *pinSet) pin(id int, buf []byte) error {
 	}
 	p := unsafe.Pointer(&buf[0])
 	ps.pinner.Pin(p) // the provider and the driver keep the address
+	if !ps.held {
+		heldPins.Store(ps, struct{}{})
+		ps.held = true
+	}
 	var msg [512]C.char
 	switch C.onnxrl_ep_pin(pin, C.int(id), p, C.size_t(len(buf)), &msg[0], C.size_t(len(msg))) {
 	case 0:
@@ -114,6 +125,10 @@ func (ps *pinSet) release() error {
 	}
 	ps.starts = nil
 	ps.pinner.Unpin()
+	if ps.held {
+		heldPins.Delete(ps)
+		ps.held = false
+	}
 	return first
 }
 
