@@ -188,28 +188,37 @@ func matchCPU(t *testing.T, m *Model) []AssignedSubgraph {
 	return matchOn(t, m, "native", nativeBatches)
 }
 
-// matchOn runs m through the CPU provider and device at each batch size and compares.
+// matchOn runs m through the CPU provider (one thread) and device at each batch size and
+// compares; the host provider ("native") with one intra-op thread and with two, as its
+// kernels split rows over the session's threads.
 func matchOn(t *testing.T, m *Model, device string, batches []int) []AssignedSubgraph {
 	capacity := slices.Max(batches)
 	cpu, err := NewSession(m, Options{Capacity: capacity, IntraOpThreads: 1})
 	require.NoError(t, err)
 	defer cpu.Close()
-	nat, err := NewSession(m, Options{Device: device, Capacity: capacity, RecordAssignment: true})
-	require.NoError(t, err)
-	defer nat.Close()
-	rng := rand.New(rand.NewSource(1))
-	for _, n := range batches {
-		require.NoError(t, cpu.SetBatch(n))
-		require.NoError(t, nat.SetBatch(n))
-		for rep := 0; rep < 2; rep++ {
-			fillInputs(t, rng, cpu, nat)
-			require.NoError(t, cpu.Run())
-			require.NoError(t, nat.Run())
-			compareOutputs(t, fmt.Sprintf("%s on %s, batch %d", m.Path, device, n), cpu, nat)
-		}
+	threadCounts := []int{0} // the runtime's default
+	if device == "native" {
+		threadCounts = []int{1, 2}
 	}
-	a, err := nat.Assignment()
-	require.NoError(t, err)
+	var a []AssignedSubgraph
+	for _, threads := range threadCounts {
+		nat, err := NewSession(m, Options{Device: device, Capacity: capacity, IntraOpThreads: threads, RecordAssignment: true})
+		require.NoError(t, err)
+		rng := rand.New(rand.NewSource(1))
+		for _, n := range batches {
+			require.NoError(t, cpu.SetBatch(n))
+			require.NoError(t, nat.SetBatch(n))
+			for rep := 0; rep < 2; rep++ {
+				fillInputs(t, rng, cpu, nat)
+				require.NoError(t, cpu.Run())
+				require.NoError(t, nat.Run())
+				compareOutputs(t, fmt.Sprintf("%s on %s, %d thread(s), batch %d", m.Path, device, threads, n), cpu, nat)
+			}
+		}
+		a, err = nat.Assignment()
+		nat.Close()
+		require.NoError(t, err)
+	}
 	return a
 }
 
