@@ -76,10 +76,7 @@ Executor::Executor(Plan plan) : plan_(std::move(plan)) {
   std::vector<bool> merged(n, false);
   for (const auto& [first, g] : FindDenseGroups(plan_, kHostGroupLayers, kHostGroupHeads, kHostGroupWidth)) {
     group_at_[first] = std::make_unique<HostDenseGroup>(plan_, g);
-    for (size_t si : g.trunk) {
-      in_group_[si] = true;
-      merged[si] = group_at_[first]->feature_major();  // its weights are the group's
-    }
+    for (size_t si : g.trunk) in_group_[si] = true;
     for (size_t si : g.heads) {
       in_group_[si] = true;
       merged[si] = group_at_[first]->merged();

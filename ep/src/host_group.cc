@@ -236,19 +236,24 @@ HostDenseGroup::HostDenseGroup(Plan& plan, const DenseGroup& g) {
     c0 += h->N;
   }
   merged_epi_ = EpilogueOf(*heads_[0]);
+  merged_ = PackedWeights::Pack(w.data(), K, cols, cols, bias.data());
 #if defined(ONNXRL_X86_ISAS)
-  if (ChosenIsa() == IsaLevel::kAvx512 && !trunk_.empty()) {
-    // The feature-major form: each step's weights and bias taken as they are ([K][N]).
-    for (size_t si : g.trunk) {
-      auto* d = static_cast<DenseKernel*>(plan.steps[si].get());
+  // The feature-major form for narrow MLPs (input and every layer at most kFmMaxWidth wide),
+  // beside the row-major one, which runs batches under kFmMinRows rows: a feature-major tile
+  // is a whole number of 64-row blocks, so that at one row it computed 64 (the 64-256-256
+  // MLP at batch 1 ran at 0.08 of the CPU provider's throughput), and a wide layer's
+  // broadcast weights lose to the packed multiply (the Nature CNN's 3136 -> 512 layer: 0.77
+  // at batch 256, against 1.12 row-major).
+  if (ChosenIsa() == IsaLevel::kAvx512 && !trunk_.empty() && width_ <= kFmMaxWidth && trunk_[0]->K <= kFmMaxWidth &&
+      cols <= kFmMaxWidth) {
+    // Each step's weights and bias as they are ([K][N]), copied before PrepareHost packs them.
+    for (const DenseKernel* d : trunk_) {
       FmLayer l;
       l.K = d->K;
       l.N = d->N;
-      l.w = std::move(d->w);
-      l.bias = d->bias.empty() ? std::vector<float>(d->N, 0.0f) : std::move(d->bias);
+      l.w = d->w;
+      l.bias = d->bias.empty() ? std::vector<float>(d->N, 0.0f) : d->bias;
       l.e = EpilogueOf(*d);
-      std::vector<float>().swap(d->w);
-      std::vector<float>().swap(d->bias);
       fm_.push_back(std::move(l));
     }
     FmLayer h;
@@ -259,12 +264,9 @@ HostDenseGroup::HostDenseGroup(Plan& plan, const DenseGroup& g) {
     h.e = merged_epi_;
     fm_.push_back(std::move(h));
     // Rows per tile: whole blocks of 64 rows (the heads' block).
-    tile_ = (tile_ + 63) / 64 * 64;
-  } else
-#endif
-  {
-    merged_ = PackedWeights::Pack(w.data(), K, cols, cols, bias.data());
+    fm_tile_ = (tile_ + 63) / 64 * 64;
   }
+#endif
   for (size_t si : g.heads) {
     auto* h = static_cast<DenseKernel*>(plan.steps[si].get());
     std::vector<float>().swap(h->w);
@@ -346,15 +348,15 @@ void HostDenseGroup::TilesFm(const float* x, int64_t m0, int64_t m1, float* cons
   const int64_t k0 = fm_.front().K;
   const FmLayer& hd = fm_.back();
   // This thread's buffers, grown once, from a 64-byte boundary: the tile's input transposed,
-  // two for the trunk and one for the heads, each tile_ floats per feature (a multiple of 64).
+  // two for the trunk and one for the heads, each fm_tile_ floats per feature (a multiple of 64).
   thread_local std::vector<float> scratch;
-  const size_t need = static_cast<size_t>(tile_ * (k0 + 2 * width_ + hd.N) + 16);
+  const size_t need = static_cast<size_t>(fm_tile_ * (k0 + 2 * width_ + hd.N) + 16);
   if (scratch.size() < need) scratch.resize(need);
   float* xT = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t{63});
-  float* buf[2] = {xT + tile_ * k0, xT + tile_ * (k0 + width_)};
-  float* hb = xT + tile_ * (k0 + 2 * width_);
-  for (int64_t mt = m0; mt < m1; mt += tile_) {
-    const int64_t n = std::min(tile_, m1 - mt);
+  float* buf[2] = {xT + fm_tile_ * k0, xT + fm_tile_ * (k0 + width_)};
+  float* hb = xT + fm_tile_ * (k0 + 2 * width_);
+  for (int64_t mt = m0; mt < m1; mt += fm_tile_) {
+    const int64_t n = std::min(fm_tile_, m1 - mt);
     const int64_t T = (n + 63) / 64 * 64;  // rows n to T are zeros and never stored
     FmTransposeIn(x + mt * k0, k0, n, T, xT);
     const float* src = xT;
@@ -395,14 +397,13 @@ void HostDenseGroup::Run(ExecContext& c) const {
   float* outs[kMaxHeads];
   for (size_t h = 0; h < heads_.size(); h++) outs[h] = c.F(heads_[h]->out[0]);
   const int64_t M = MatrixRows(c.shape(in_));
-  if (!feature_major()) {
+  if (!feature_major() || M < kFmMinRows) {
     c.ParallelRows(M, macs_, [&](int64_t m0, int64_t m1) { Tiles(x, m0, m1, outs); });
     return;
   }
-  if (M <= 0) return;
   // Tasks of whole tiles: ParallelRows' tasks of TaskRows rows (256 rows: four of 64) made the
   // tiles that small.
-  const int64_t rows = (std::max(TaskRows(macs_, M, 8), tile_) + tile_ - 1) / tile_ * tile_;
+  const int64_t rows = (std::max(TaskRows(macs_, M, 8), fm_tile_) + fm_tile_ - 1) / fm_tile_ * fm_tile_;
   auto task = [&](size_t t) {
     const int64_t m0 = static_cast<int64_t>(t) * rows;
     TilesFm(x, m0, std::min(M, m0 + rows), outs);

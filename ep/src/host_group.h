@@ -17,10 +17,14 @@ class HostDenseGroup {
   // their unpacked weights); merged() then says so. The trunk's steps and unmerged heads are
   // prepared by their own PrepareHost.
   HostDenseGroup(Plan& plan, const DenseGroup& g);
-  bool merged() const { return !merged_.empty() || !fm_.empty(); }
-  // feature_major() says that the group runs in the feature-major form (below), from its own
-  // copies of every step's weights: no step of it needs PrepareHost.
+  bool merged() const { return !merged_.empty(); }
+  // feature_major() says that the group runs batches of kFmMinRows rows or more in the
+  // feature-major form (below), from its own copies of its steps' weights; smaller ones run
+  // row-major from the steps' packed weights.
   bool feature_major() const { return !fm_.empty(); }
+  // The bounds of the feature-major form: the widest input or layer, and the fewest rows.
+  static constexpr int64_t kFmMaxWidth = 64;
+  static constexpr int64_t kFmMinRows = 256;
   // Run computes the group for the run of c (c.step is the group's first step).
   void Run(ExecContext& c) const;
 
@@ -50,6 +54,7 @@ class HostDenseGroup {
   int64_t width_ = 0;         // the widest trunk layer's output
   int64_t macs_ = 0;          // multiply-adds per row, all layers
   int64_t tile_ = 0;          // rows per tile
+  int64_t fm_tile_ = 0;       // rows per tile of the feature-major form (whole 64-row blocks)
 };
 
 }  // namespace onnxrl_ep
