@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/onnxrl/sampler/internal/jsonappend"
 )
 
 // MarshalJSON writes {"type":"Box","low":..,"high":..,"shape":[..],"dtype":".."}: low and
@@ -112,14 +114,7 @@ func appendBound(dst []byte, v []float32) []byte {
 	if allEqual(v) {
 		return appendFloat(dst, v[0])
 	}
-	dst = append(dst, '[')
-	for i, x := range v {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendFloat(dst, x)
-	}
-	return append(dst, ']')
+	return jsonappend.Array(dst, v, appendFloat)
 }
 
 func appendFloat(dst []byte, v float32) []byte {

@@ -88,9 +88,9 @@ func appendValue(dst []byte, v any, depth int) []byte {
 	case []any:
 		return appendValues(dst, v, depth+1)
 	case []float32:
-		return appendList(dst, v, jsonappend.Float32Real)
+		return jsonappend.Array(dst, v, jsonappend.Float32Real)
 	case []float64:
-		return appendList(dst, v, appendFloat)
+		return jsonappend.Array(dst, v, appendFloat)
 	}
 	if out, ok := appendInteger(dst, v); ok {
 		return out
@@ -109,18 +109,6 @@ func appendValues(dst []byte, v []any, depth int) []byte {
 			dst = append(dst, ',')
 		}
 		dst = appendValue(dst, x, depth)
-	}
-	return append(dst, ']')
-}
-
-// appendList appends the JSON array of v, each element by add.
-func appendList[T any](dst []byte, v []T, add func([]byte, T) []byte) []byte {
-	dst = append(dst, '[')
-	for i, x := range v {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = add(dst, x)
 	}
 	return append(dst, ']')
 }

@@ -103,3 +103,15 @@ func String(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// Array appends the JSON array of v, each element written by add.
+func Array[T any](dst []byte, v []T, add func([]byte, T) []byte) []byte {
+	dst = append(dst, '[')
+	for i, x := range v {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = add(dst, x)
+	}
+	return append(dst, ']')
+}

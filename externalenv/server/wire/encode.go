@@ -27,14 +27,7 @@ func AppendFloat64(dst []byte, v float64) []byte {
 
 // AppendFloats appends v as a flat JSON array.
 func AppendFloats(dst []byte, v []float32) []byte {
-	dst = append(dst, '[')
-	for i, x := range v {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = AppendFloat32(dst, x)
-	}
-	return append(dst, ']')
+	return jsonappend.Array(dst, v, AppendFloat32)
 }
 
 func appendInt(dst []byte, v float32) []byte {
