@@ -24,13 +24,9 @@ ONNXRL_ALWAYS_INLINE void Lstm(const float* gates, int64_t rows, int64_t H, cons
     float* yr = y_out == nullptr ? nullptr : y_out + r * H;
     int64_t j = 0;
     for (; j + L <= H; j += L) {
-      V i = SigmoidOf(Load<V>(g + j));
-      V o = SigmoidOf(Load<V>(g + H + j));
-      V f = SigmoidOf(Load<V>(g + 2 * H + j));
-      V cand = TanhOf(Load<V>(g + 3 * H + j));
-      V cn = f * Load<V>(ci + j) + i * cand;
+      V cn = Load<V>(ci + j);
+      V h = LstmCellOf(Load<V>(g + j), Load<V>(g + H + j), Load<V>(g + 2 * H + j), Load<V>(g + 3 * H + j), &cn);
       Store<V>(co + j, cn);
-      V h = o * TanhOf(cn);
       Store<V>(hr + j, h);
       if (yr != nullptr) Store<V>(yr + j, h);
     }

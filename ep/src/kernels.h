@@ -173,16 +173,21 @@ ONNXRL_HD inline float ApplyBin(int32_t op, float x, float y) {
   }
 }
 
-// LstmCell: one hidden unit of one row, gates in ONNX order i, o, f, c (pre-activation sums,
+// LstmCellOf: one hidden unit of one row (a float), or of a vector of rows or units on the
+// host (cells.cc, lstm_strassen.cc), gates in ONNX order i, o, f, c (pre-activation sums,
 // biases included). Updates *c and returns the new h.
-ONNXRL_HD inline float LstmCell(float gi, float go, float gf, float gc, float* c) {
-  float i = Sigmoid(gi);
-  float o = Sigmoid(go);
-  float f = Sigmoid(gf);
-  float cand = Tanh(gc);
-  float cn = f * (*c) + i * cand;
+template <typename T>
+ONNXRL_HD ONNXRL_FORCE_INLINE T LstmCellOf(T gi, T go, T gf, T gc, T* c) {
+  T i = SigmoidOf(gi);
+  T o = SigmoidOf(go);
+  T f = SigmoidOf(gf);
+  T cand = TanhOf(gc);
+  T cn = f * (*c) + i * cand;
   *c = cn;
-  return o * Tanh(cn);
+  return o * TanhOf(cn);
+}
+ONNXRL_HD inline float LstmCell(float gi, float go, float gf, float gc, float* c) {
+  return LstmCellOf(gi, go, gf, gc, c);
 }
 
 // GruGates: z and r from their pre-activation sums.

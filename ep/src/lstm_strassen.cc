@@ -171,19 +171,18 @@ ONNXRL_TARGET_AVX512 void Sums(const float* top, const float* bottom, int64_t Kh
 }
 
 // Cells runs the LSTM cell on 8 rows of one 16-unit group: left and right are their blocks of
-// C (rows of 32 floats: i, o; f, c), bias the group's four gate biases (16 each); the state's
-// rows are ld floats apart.
-ONNXRL_TARGET_AVX512 void Cells(const float* left, const float* right, const float* bias, const float* c_in,
-                                float* c_out, float* h_out, float* y_out, int64_t ld) {
-  const V16 bi = Load<V16>(bias), bo = Load<V16>(bias + 16), bf = Load<V16>(bias + 32), bc = Load<V16>(bias + 48);
+// C (rows of 32 floats: i, o; f, c), bias_left and bias_right the group's gate biases in the
+// same order (32 floats each); the state's rows are ld floats apart.
+ONNXRL_TARGET_AVX512 void Cells(const float* left, const float* right, const float* bias_left,
+                                const float* bias_right, const float* c_in, float* c_out, float* h_out, float* y_out,
+                                int64_t ld) {
+  const V16 bi = Load<V16>(bias_left), bo = Load<V16>(bias_left + 16), bf = Load<V16>(bias_right),
+            bc = Load<V16>(bias_right + 16);
   for (int r = 0; r < kMR; r++) {
-    const V16 i = SigmoidOf(Load<V16>(left + r * 32) + bi);
-    const V16 o = SigmoidOf(Load<V16>(left + r * 32 + 16) + bo);
-    const V16 f = SigmoidOf(Load<V16>(right + r * 32) + bf);
-    const V16 cand = TanhOf(Load<V16>(right + r * 32 + 16) + bc);
-    const V16 cn = f * Load<V16>(c_in + r * ld) + i * cand;
+    V16 cn = Load<V16>(c_in + r * ld);
+    const V16 h = LstmCellOf(Load<V16>(left + r * 32) + bi, Load<V16>(left + r * 32 + 16) + bo,
+                             Load<V16>(right + r * 32) + bf, Load<V16>(right + r * 32 + 16) + bc, &cn);
     Store<V16>(c_out + r * ld, cn);
-    const V16 h = o * TanhOf(cn);
     Store<V16>(h_out + r * ld, h);
     if (y_out != nullptr) Store<V16>(y_out + r * ld, h);
   }
@@ -222,14 +221,12 @@ int64_t LstmStrassen(const PackedWeights& s, int64_t I, int64_t H, const float* 
       for (int p = 0; p < kProducts; p++) {
         kProduct[p](a + p * kMR * Kh, Kh, s.panel(p * (N2 / kPanel) + 2 * g), pstride, cb);
       }
-      float bias[4 * kUnits];
-      std::memcpy(bias, bias_left + g * 2 * kUnits, 2 * kUnits * sizeof(float));
-      std::memcpy(bias + 2 * kUnits, bias_right + g * 2 * kUnits, 2 * kUnits * sizeof(float));
       constexpr int64_t kBlock = kMR * 2 * kUnits;
       for (int t = 0; t < 2; t++) {
         const int64_t off = (m0 + t * kMR) * H + g * kUnits;
-        Cells(cb + (2 * t) * kBlock, cb + (2 * t + 1) * kBlock, bias, c + off, c_out + off, h_out + off,
-              y_out == nullptr ? nullptr : y_out + off, H);
+        Cells(cb + (2 * t) * kBlock, cb + (2 * t + 1) * kBlock, bias_left + g * 2 * kUnits,
+              bias_right + g * 2 * kUnits, c + off, c_out + off, h_out + off, y_out == nullptr ? nullptr : y_out + off,
+              H);
       }
     }
   }
