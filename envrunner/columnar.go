@@ -134,22 +134,46 @@ var deferEnvs = 256 // a variable for the tests (SetDeferEnvs)
 var deferBytes = 64 << 20 // a variable for the tests (SetDeferEnvs)
 
 // takeIn appends the rows of sub-environment e that wait in defRows to the trajectory of its
-// record, in order. They are a row in each of the last blocks, a page apart; the next
+// record, in order (takeFrom with from 0).
+func (c *columnProtocol) takeIn(e env.EnvID) { c.takeFrom(e, 0) }
+
+// takeFrom appends the rows of sub-environment e that wait in defRows, from the from'th on, to
+// the trajectory of its record, in order, and forgets the others (cut emitted them from
+// defRows). They are a row in each of the last blocks, a page apart; the next
 // sub-environment's share their lines, which this one brought into the cache (settle goes in
 // order). The trajectory takes non-temporal stores (ntcopy; Take fences them): at thousands
 // of sub-environments a fragment's trajectories are tens of megabytes, long out of the cache,
 // and an ordinary store would read each line from memory first.
-func (c *columnProtocol) takeIn(e env.EnvID) {
+func (c *columnProtocol) takeFrom(e env.EnvID, from int) {
 	a, k := c.recs[e], int(c.pend[e])
 	c.pend[e] = 0
 	c.ndefer--
-	if !a.collect {
+	if !a.collect || from >= k {
 		return
 	}
 	p := a.pol
 	s := p.lay.stride
-	ntcopy.Strided(grow.N(&a.tr, k*s), p.deferredRow(p.defBlocks-k, int(e)), p.defEnvs*s, s, k)
+	ntcopy.Strided(grow.N(&a.tr, (k-from)*s), p.deferredRow(p.defBlocks-k+from, int(e)), p.defEnvs*s, s, k-from)
 	c.r.recorded(a)
+}
+
+// deferred returns the record's rows that wait in its policy's defRows (see pend).
+func (c *columnProtocol) deferred(a *agentRec) (rows []float32, stride, k int) {
+	e := int(a.envID)
+	if e < 0 || e >= len(c.recs) || c.recs[e] != a || c.pend[e] == 0 {
+		return nil, 0, 0
+	}
+	p := a.pol
+	k = int(c.pend[e])
+	return p.deferredRow(p.defBlocks-k, e), p.defEnvs * p.lay.stride, k
+}
+
+// takeDeferred takes the record's rows that wait in defRows, from the first'th on, into its
+// trajectory (takeFrom).
+func (c *columnProtocol) takeDeferred(a *agentRec, first int) {
+	if _, _, k := c.deferred(a); k > 0 {
+		c.takeFrom(int(a.envID), first)
+	}
 }
 
 // settle takes every waiting row into its record; defRows starts over.

@@ -34,6 +34,12 @@ type envProtocol interface {
 	// settle puts every trajectory row the protocol holds for its records into them
 	// (columnProtocol.pend), before anything else reads or drops a trajectory.
 	settle()
+	// deferred returns the rows of a's trajectory that the protocol holds for it, which
+	// follow those in a.tr: k rows, row i at rows[i*stride:]; k is 0 when it holds none.
+	// cut emits them from there, and then takes the rows from the first'th on into a.tr
+	// (takeDeferred), forgetting the others.
+	deferred(a *agentRec) (rows []float32, stride, k int)
+	takeDeferred(a *agentRec, first int)
 	// inColumns answers where agent a's last observation, info, reward and action live:
 	// the environment's columns it returns (row a.envID), or the record (nil).
 	inColumns(a *agentRec) *env.Columns
@@ -133,6 +139,12 @@ func (p *rowProtocol) withdraw(*policy) {}
 
 // settle does nothing: every row is in its record.
 func (p *rowProtocol) settle() {}
+
+// deferred returns no rows: every row is in its record.
+func (p *rowProtocol) deferred(*agentRec) ([]float32, int, int) { return nil, 0, 0 }
+
+// takeDeferred does nothing: there are no deferred rows.
+func (p *rowProtocol) takeDeferred(*agentRec, int) {}
 
 // inColumns returns nil: the record keeps the agent's last values.
 func (p *rowProtocol) inColumns(*agentRec) *env.Columns { return nil }

@@ -413,9 +413,9 @@ func (r *Runner) Ready() bool {
 // next fragment, sized for one like this.
 func (r *Runner) Take(dst *MultiAgentBatch) {
 	t0 := time.Now()
-	r.proto.settle()
 	dst.empty()
 	if r.mode.complete {
+		r.proto.settle()
 		r.out, *dst = *dst, r.out
 		for _, p := range r.policies {
 			r.layOut(r.out.Policy(p.id), p, dst.Policy(p.id).Count)
@@ -424,9 +424,10 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		for _, p := range r.policies {
 			r.layOut(dst.Policy(p.id), p, r.cutRows(p))
 		}
-		r.cut(dst)
+		r.cut(dst)       // emits the rows the protocol holds from there (envProtocol.deferred)
+		r.proto.settle() // and the rows of records cut did not visit
 	}
-	ntcopy.Fence() // emitFirst's non-temporal stores, before the batch leaves this goroutine
+	ntcopy.Fence() // emitRows' non-temporal stores, before the batch leaves this goroutine
 	for _, b := range dst.PolicyBatches {
 		b.dropStaleIDs() // what the fragment's rows did not write over
 	}
