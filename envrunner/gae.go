@@ -6,7 +6,7 @@ import "github.com/onnxrl/sampler/internal/grow"
 // last (RLlib's compute_advantages with use_gae). Their rewards and values are read from
 // the trajectory tr (rows of stride values, row i's reward at i*stride+rew, which may lie in
 // the next row, its value at vf; vf < 0: all 0) rather than from the batch's columns, which
-// emitRows wrote past the cache.
+// emitFirst wrote past the cache.
 func (r *Runner) gae(b *SampleBatch, tr []float32, stride, rew, vf, n int, last float64) {
 	gamma, lambda := r.cfg.GAE.Gamma, r.cfg.GAE.Lambda
 	adv, vt := grow.N(&b.Advantages, n), grow.N(&b.ValueTargets, n)

@@ -178,6 +178,10 @@ type stepState struct {
 type fragment struct {
 	listed                     []*agentRec // records with data since the last cut (truncate mode)
 	sinceCutEnv, sinceCutAgent int
+	// joined holds, while cut emits a record, its trajectory's rows followed by those its
+	// protocol holds for it (envProtocol.deferred): a few kilobytes, in L1 across the
+	// columns' passes.
+	joined []float32
 }
 
 // runCounts are the runner's lifetime counters and the warnings they gave.
@@ -427,7 +431,7 @@ func (r *Runner) Take(dst *MultiAgentBatch) {
 		r.cut(dst)       // emits the rows the protocol holds from there (envProtocol.deferred)
 		r.proto.settle() // and the rows of records cut did not visit
 	}
-	ntcopy.Fence() // emitRows' non-temporal stores, before the batch leaves this goroutine
+	ntcopy.Fence() // emitFirst's non-temporal stores, before the batch leaves this goroutine
 	for _, b := range dst.PolicyBatches {
 		b.dropStaleIDs() // what the fragment's rows did not write over
 	}
