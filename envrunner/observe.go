@@ -254,9 +254,14 @@ func pushRow(rows *[]row, a *agentRec, obs []float32, reward float64) {
 	ro.rec, ro.obs, ro.reward = a, obs, reward
 }
 
+// isEnding reports whether ep is on the step's list of episodes that end. It looks from the
+// list's end: addColumn asks about the episode it has just put there, and at thousands of
+// sub-environments whose episodes end in the same step a search from the front was
+// quadratic: 0.16 s of a 29 s profile of BenchmarkSampleRun greedy at 4096 sub-environments
+// (3 ns per env step), whose episodes all end together every 500 steps.
 func (r *Runner) isEnding(ep *Episode) bool {
-	for _, e := range r.step.ending {
-		if e == ep {
+	for i := len(r.step.ending) - 1; i >= 0; i-- {
+		if r.step.ending[i] == ep {
 			return true
 		}
 	}

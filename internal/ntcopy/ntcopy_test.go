@@ -34,6 +34,33 @@ func TestStridedMatchesGo(t *testing.T) {
 	}
 }
 
+// TestStridedCachedMatchesLoop checks StridedCached against a copy a row for every width up
+// to 18 (its array cases and the copy), and that nothing past the rows changes.
+func TestStridedCachedMatchesLoop(t *testing.T) {
+	const stride = 19
+	src := make([]float32, 40*stride)
+	for i := range src {
+		src[i] = float32(i) + 0.5
+	}
+	for w := range 19 {
+		for n := range 40 {
+			got, want := make([]float32, n*w+8), make([]float32, n*w+8)
+			for i := range got {
+				got[i], want[i] = -1, -1
+			}
+			StridedCached(got, src, stride, w, n)
+			for i := range n {
+				copy(want[i*w:(i+1)*w], src[i*stride:])
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("w=%d n=%d: dst[%d] = %v, want %v", w, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestFillMatchesGo checks Fill32 and Fill64 against the plain loop at every length up to a
 // few lines and every offset within a line.
 func TestFillMatchesGo(t *testing.T) {
