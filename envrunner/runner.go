@@ -203,49 +203,8 @@ type metricRing struct {
 
 // New builds a runner: a session and connectors per policy, checked against each other.
 func New(cfg Config) (*Runner, error) {
-	if cfg.Env == nil {
-		return nil, errors.New("envrunner: Config.Env is nil")
-	}
-	if len(cfg.Policies) == 0 {
-		return nil, errors.New("envrunner: Config.Policies is empty")
-	}
-	if cfg.NumEnvs <= 0 {
-		cfg.NumEnvs = 1
-	}
-	if cfg.FragmentLength < 0 {
-		return nil, fmt.Errorf("envrunner: FragmentLength %d, want >= 0", cfg.FragmentLength)
-	}
-	if cfg.FragmentLength == 0 {
-		cfg.FragmentLength = 200
-	}
-	if cfg.MaxMetrics == 0 {
-		cfg.MaxMetrics = DefaultMaxMetrics
-	}
-	switch cfg.CountStepsBy {
-	case "":
-		cfg.CountStepsBy = EnvSteps
-	case EnvSteps, AgentSteps:
-	default:
-		return nil, fmt.Errorf("envrunner: CountStepsBy %q, want %q or %q", cfg.CountStepsBy, EnvSteps, AgentSteps)
-	}
-	switch cfg.BatchMode {
-	case "":
-		cfg.BatchMode = TruncateEpisodes
-	case TruncateEpisodes, CompleteEpisodes:
-	default:
-		return nil, fmt.Errorf("envrunner: BatchMode %q, want %q or %q", cfg.BatchMode, TruncateEpisodes, CompleteEpisodes)
-	}
-	if g := cfg.GAE; g != nil && (!(g.Gamma >= 0 && g.Gamma <= 1) || !(g.Lambda >= 0 && g.Lambda <= 1)) {
-		return nil, fmt.Errorf("envrunner: GAE gamma %v and lambda %v must be in [0, 1]", g.Gamma, g.Lambda)
-	}
-	if cfg.MaxSeqLen < 0 {
-		return nil, fmt.Errorf("envrunner: MaxSeqLen %d, want >= 0", cfg.MaxSeqLen)
-	}
-	if cfg.MaxSeqLen == 0 {
-		cfg.MaxSeqLen = 20
-	}
-	if !(cfg.PerfEMA >= 0 && cfg.PerfEMA <= 1) { // NaN too
-		return nil, fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	r := &Runner{cfg: cfg, env: cfg.Env, byID: map[PolicyID]*policy{}, mapping: cfg.PolicyMapping,
 		cb: findCallbacks(cfg.Callbacks), log: cfg.Logger, mode: runMode{complete: cfg.BatchMode == CompleteEpisodes,
@@ -256,56 +215,13 @@ func New(cfg Config) (*Runner, error) {
 		r.log = slog.Default()
 	}
 	r.mode.stepCB = r.cb.step != nil
-	ids := make([]PolicyID, 0, len(cfg.Policies))
-	for id := range cfg.Policies {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		pc := cfg.Policies[id]
-		// Not exploring, action_logp is 0, as RLlib's StochasticSampling records it
-		// (zeros_like the sampled logp): the mode's log-probability is never computed.
-		pc.Action.SkipLogp = !pc.Action.Explore
-		p, err := newPolicy(id, pc, cfg.NumEnvs)
-		if err != nil {
-			r.closePolicies()
-			return nil, err
-		}
-		if !cfg.NoSamples {
-			p.rows0 = min(cfg.FragmentLength+2, 1024)
-		}
-		r.policies = append(r.policies, p)
-		r.byID[id] = p
-		r.out.Policy(id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
-		r.out.Policy(id).StatePerSequence = cfg.StatePerSequence && len(p.stateW) > 0
-	}
-	if r.mapping == nil {
-		if len(ids) != 1 {
-			r.closePolicies()
-			return nil, fmt.Errorf("envrunner: %d policies need a PolicyMapping", len(ids))
-		}
-		only := ids[0]
-		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
+	if err := r.addPolicies(); err != nil {
+		r.closePolicies()
+		return nil, err
 	}
 	r.mode.target = cfg.FragmentLength * cfg.NumEnvs
 	r.proto = r.pickProtocol()
-	if r.mode.complete && r.mode.collect && len(r.policies) == 1 {
-		// complete_episodes: the episodes are emitted into r.out as they end, and the first
-		// fragment of a single policy has at least target rows. Under the columnar protocol
-		// every sub-environment steps every step, so the fragment comes and is reserved
-		// whole: grown from a part (doubling, each copy fresh memory and garbage), the first
-		// batch of 4096 sub-environments cost `sample run` 0.3 s (2M steps in 1.0 s against
-		// 0.7 s reserved whole). Otherwise at most firstReserve are reserved up front: an
-		// ExternalEnv's target (its most concurrent episodes times the fragment) may be far
-		// more than a short session collects, and a larger first fragment grows as it fills
-		// (Take sizes the later ones). In truncate_episodes mode Take sizes each batch for
-		// its fragment.
-		p, rows := r.policies[0], min(r.mode.target, firstReserve)
-		if r.neverWaits() {
-			rows = r.mode.target
-		}
-		r.reserve(r.out.Policy(p.id), p, rows)
-	}
+	r.reserveFirst()
 	r.eps.idr, _ = cfg.Env.(env.EpisodeIDer)
 	col, _ := r.proto.(*columnProtocol)
 	for _, p := range r.policies {
@@ -318,6 +234,121 @@ func New(cfg Config) (*Runner, error) {
 	r.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Worker)+0x9e3779b97f4a7c15))
 	r.idState = cfg.Seed ^ uint64(cfg.Worker)<<48 ^ 0x5851f42d4c957f2d ^ cfg.RunID
 	return r, nil
+}
+
+// check fills in the defaults of cfg's unset fields and reports the first field that is
+// out of range.
+func (cfg *Config) check() error {
+	if cfg.Env == nil {
+		return errors.New("envrunner: Config.Env is nil")
+	}
+	if len(cfg.Policies) == 0 {
+		return errors.New("envrunner: Config.Policies is empty")
+	}
+	if cfg.NumEnvs <= 0 {
+		cfg.NumEnvs = 1
+	}
+	if cfg.FragmentLength < 0 {
+		return fmt.Errorf("envrunner: FragmentLength %d, want >= 0", cfg.FragmentLength)
+	}
+	if cfg.FragmentLength == 0 {
+		cfg.FragmentLength = 200
+	}
+	if cfg.MaxMetrics == 0 {
+		cfg.MaxMetrics = DefaultMaxMetrics
+	}
+	if err := cfg.checkModes(); err != nil {
+		return err
+	}
+	if g := cfg.GAE; g != nil && (!(g.Gamma >= 0 && g.Gamma <= 1) || !(g.Lambda >= 0 && g.Lambda <= 1)) {
+		return fmt.Errorf("envrunner: GAE gamma %v and lambda %v must be in [0, 1]", g.Gamma, g.Lambda)
+	}
+	if cfg.MaxSeqLen < 0 {
+		return fmt.Errorf("envrunner: MaxSeqLen %d, want >= 0", cfg.MaxSeqLen)
+	}
+	if cfg.MaxSeqLen == 0 {
+		cfg.MaxSeqLen = 20
+	}
+	if !(cfg.PerfEMA >= 0 && cfg.PerfEMA <= 1) { // NaN too
+		return fmt.Errorf("envrunner: PerfEMA %v, want 0 (mean) or in (0, 1]", cfg.PerfEMA)
+	}
+	return nil
+}
+
+// checkModes fills in and checks how steps are counted and batches cut.
+func (cfg *Config) checkModes() error {
+	switch cfg.CountStepsBy {
+	case "":
+		cfg.CountStepsBy = EnvSteps
+	case EnvSteps, AgentSteps:
+	default:
+		return fmt.Errorf("envrunner: CountStepsBy %q, want %q or %q", cfg.CountStepsBy, EnvSteps, AgentSteps)
+	}
+	switch cfg.BatchMode {
+	case "":
+		cfg.BatchMode = TruncateEpisodes
+	case TruncateEpisodes, CompleteEpisodes:
+	default:
+		return fmt.Errorf("envrunner: BatchMode %q, want %q or %q", cfg.BatchMode, TruncateEpisodes, CompleteEpisodes)
+	}
+	return nil
+}
+
+// addPolicies makes the runner's policies, in the order of their ids, and the mapping of a
+// single policy when the configuration has none. The caller closes what it made on error.
+func (r *Runner) addPolicies() error {
+	cfg := &r.cfg
+	ids := make([]PolicyID, 0, len(cfg.Policies))
+	for id := range cfg.Policies {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		pc := cfg.Policies[id]
+		// Not exploring, action_logp is 0, as RLlib's StochasticSampling records it
+		// (zeros_like the sampled logp): the mode's log-probability is never computed.
+		pc.Action.SkipLogp = !pc.Action.Explore
+		p, err := newPolicy(id, pc, cfg.NumEnvs)
+		if err != nil {
+			return err
+		}
+		if !cfg.NoSamples {
+			p.rows0 = min(cfg.FragmentLength+2, 1024)
+		}
+		r.policies = append(r.policies, p)
+		r.byID[id] = p
+		r.out.Policy(id).setLayout(p.obsW, p.actW, p.distW, p.stateW, p.act)
+		r.out.Policy(id).StatePerSequence = cfg.StatePerSequence && len(p.stateW) > 0
+	}
+	if r.mapping == nil {
+		if len(ids) != 1 {
+			return fmt.Errorf("envrunner: %d policies need a PolicyMapping", len(ids))
+		}
+		only := ids[0]
+		r.mapping = func(env.AgentID, *Episode) PolicyID { return only }
+	}
+	return nil
+}
+
+// reserveFirst gives the complete_episodes batch of a single policy room for its first
+// fragment. The episodes are emitted into r.out as they end, and the first fragment has at
+// least target rows. Under the columnar protocol every sub-environment steps every step, so
+// the fragment comes and is reserved whole: grown from a part (doubling, each copy fresh
+// memory and garbage), the first batch of 4096 sub-environments cost `sample run` 0.3 s (2M
+// steps in 1.0 s against 0.7 s reserved whole). Otherwise at most firstReserve are reserved
+// up front: an ExternalEnv's target (its most concurrent episodes times the fragment) may be
+// far more than a short session collects, and a larger first fragment grows as it fills
+// (Take sizes the later ones). In truncate_episodes mode Take sizes each batch for its
+// fragment.
+func (r *Runner) reserveFirst() {
+	if !r.mode.complete || !r.mode.collect || len(r.policies) != 1 {
+		return
+	}
+	p, rows := r.policies[0], min(r.mode.target, firstReserve)
+	if r.neverWaits() {
+		rows = r.mode.target
+	}
+	r.reserve(r.out.Policy(p.id), p, rows)
 }
 
 // firstReserve is the most rows New reserves for a runner's first fragment (see New).
@@ -467,12 +498,7 @@ func (r *Runner) Step() error {
 	r.batch.Clear()
 	r.step.counted = 0
 	if !r.eps.polled {
-		// The first Poll resets every sub-environment: their episodes are made first, as
-		// before every later reset (RLlib creates them before its first poll).
-		r.eps.polled = true
-		for e := range r.cfg.NumEnvs {
-			r.createEpisode(e)
-		}
+		r.firstPoll()
 	}
 	t0 := time.Now()
 	err := r.proto.poll()
@@ -492,46 +518,17 @@ func (r *Runner) Step() error {
 		r.addRow(&r.batch.Agents[i])
 	}
 	cols := r.proto.takeReady() // rows taken in outside the batch (columns)
-	for _, ep := range r.step.ending {
-		if ep.byAll {
-			r.finalRows(ep)
-		}
-	}
-	envSteps := r.step.stepped
-	r.step.stepped = 0
-	for _, ep := range r.step.touched {
-		if ep.stepped {
-			ep.stepped = false
-			ep.length++ // Length of an episode of several agents
-			if !ep.extra {
-				envSteps++
-			}
-			if r.mode.stepCB {
-				r.cb.step.OnEpisodeStep(r, ep)
-			}
-		}
-	}
-	r.step.touched = r.step.touched[:0]
+	envSteps := r.stepEpisodes()
 	// Episodes that ended end now, before their sub-environments start the next ones.
 	for _, ep := range r.step.ending {
 		r.endEpisode(ep)
 	}
-	// Reset the sub-environments whose episode ended, so their first observations get
-	// actions in this step. A synchronous reset appends to the batch.
-	for k := 0; k < len(r.step.resets); k++ {
-		e := r.step.resets[k]
-		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
-		tr := time.Now()
-		n, err := r.proto.reset(e)
-		// Reset time is raw observation processing, not env wait: RLlib's EnvRunnerV2 calls
-		// try_reset inside _process_observations, under the raw_obs_processing timer.
-		r.perf.add(phRawObs, time.Since(tr))
-		if err != nil {
-			return fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
-		}
-		cols += n
+	n, err := r.resetEnded()
+	if err != nil {
+		return err
 	}
-	for i := nAgents; i < len(r.batch.Agents); i++ {
+	cols += n
+	for i := nAgents; i < len(r.batch.Agents); i++ { // the rows of synchronous resets
 		r.addRow(&r.batch.Agents[i])
 	}
 	if r.mapErr != nil {
@@ -554,11 +551,7 @@ func (r *Runner) Step() error {
 	clear(r.step.ending)
 	r.step.ending = r.step.ending[:0]
 	if r.cfg.Render {
-		if tr, ok := r.env.(env.TryRenderer); ok {
-			t := time.Now()
-			_, _ = tr.TryRender(0)
-			r.perf.add(phRender, time.Since(t))
-		}
+		r.render()
 	}
 	t3 := time.Now()
 	err = r.proto.flush()
@@ -570,6 +563,81 @@ func (r *Runner) Step() error {
 	}
 	r.count.envSteps += int64(envSteps)
 	r.frag.sinceCutEnv += envSteps
+	r.countIdle(agents, envs)
+	r.progress.update(r)
+	return nil
+}
+
+// stepEpisodes gives the agents of episodes that ended for all agents their final rows,
+// returns the env steps of the step (those counted as transitions completed and, for
+// episodes of several agents, one for each episode an agent of which completed one), and
+// calls OnEpisodeStep for each episode that stepped.
+func (r *Runner) stepEpisodes() int {
+	for _, ep := range r.step.ending {
+		if ep.byAll {
+			r.finalRows(ep)
+		}
+	}
+	envSteps := r.step.stepped
+	r.step.stepped = 0
+	for _, ep := range r.step.touched {
+		if ep.stepped {
+			ep.stepped = false
+			ep.length++ // Length of an episode of several agents
+			if !ep.extra {
+				envSteps++
+			}
+			if r.mode.stepCB {
+				r.cb.step.OnEpisodeStep(r, ep)
+			}
+		}
+	}
+	r.step.touched = r.step.touched[:0]
+	return envSteps
+}
+
+// firstPoll makes the episodes of every sub-environment before the first Poll, which resets
+// them all, as before every later reset (RLlib creates them before its first poll).
+func (r *Runner) firstPoll() {
+	r.eps.polled = true
+	for e := range r.cfg.NumEnvs {
+		r.createEpisode(e)
+	}
+}
+
+// resetEnded resets the sub-environments whose episode ended, so that their first
+// observations get actions in this step, and returns the number of rows taken in outside the
+// batch (a synchronous reset appends to the batch).
+func (r *Runner) resetEnded() (int, error) {
+	cols := 0
+	for k := 0; k < len(r.step.resets); k++ {
+		e := r.step.resets[k]
+		r.createEpisode(e) // before the reset (OnEpisodeCreated), as RLlib's create_episode
+		tr := time.Now()
+		n, err := r.proto.reset(e)
+		// Reset time is raw observation processing, not env wait: RLlib's EnvRunnerV2 calls
+		// try_reset inside _process_observations, under the raw_obs_processing timer.
+		r.perf.add(phRawObs, time.Since(tr))
+		if err != nil {
+			return cols, fmt.Errorf("envrunner: reset sub-environment %d: %w", e, err)
+		}
+		cols += n
+	}
+	return cols, nil
+}
+
+// render renders the environment, when it can (Config.Render).
+func (r *Runner) render() {
+	if tr, ok := r.env.(env.TryRenderer); ok {
+		t := time.Now()
+		_, _ = tr.TryRender(0)
+		r.perf.add(phRender, time.Since(t))
+	}
+}
+
+// countIdle counts the steps in a row in which the environment stepped (envs statuses)
+// without an agent observation (agents), and warns once after a thousand.
+func (r *Runner) countIdle(agents, envs int) {
 	if agents == 0 && envs > 0 {
 		r.count.idle++
 		if r.count.idle > 1000 && !r.count.warnedIdle {
@@ -580,8 +648,6 @@ func (r *Runner) Step() error {
 	} else if agents > 0 {
 		r.count.idle = 0
 	}
-	r.progress.update(r)
-	return nil
 }
 
 // largeRows is the number of observations one agent may buffer before the large-batch
