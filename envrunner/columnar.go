@@ -118,8 +118,9 @@ func (c *columnProtocol) withdraw(p *policy) {
 // in the last pend[e] blocks, while its agent takes the fast path; its record takes them in
 // (takeIn) before its trajectory is read or written otherwise: at addColumn, before a step
 // whose rows go straight into the records (inferRows), when defRows is full, and for every
-// record (settle) before Take, a step's faults, and a step in which some sub-environment was
-// not ready (its block would lack its row).
+// record (settle) before a step's faults and a step in which some sub-environment was not
+// ready (its block would lack its row). Take's cut emits them from defRows (deferred,
+// Runner.rowsToCut) and the record takes in only the row it keeps.
 
 // deferEnvs is the fewest sub-environments (the policy's session capacity) for which inferRun
 // defers its rows. sample run --env CartPole-v1 --workers 1, CPU seconds (perf stat

@@ -239,7 +239,7 @@ type RolloutMetrics struct {
 // write streams over a vector env); emit gathers the rows into the batch's columns. Under
 // the columnar protocol at thousands of sub-environments, the last rows of a record on the
 // fast path wait in its policy's defRows instead (columnProtocol.pend), one block a step,
-// until something reads or writes its trajectory.
+// until something reads or writes its trajectory or a cut emits them from there.
 type agentRec struct {
 	// The fields every step touches fill the first two cache lines (the struct's size is a
 	// multiple of 64 bytes, so each record starts on a line; a test checks it).
