@@ -68,22 +68,7 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 	n := len(g.runners)
 	collect := opts.Sink != nil
 	if collect && g.free == nil {
-		per := opts.BatchesPerRunner
-		if per <= 0 {
-			per = 2
-		}
-		g.free = make([]*batchStack, n)
-		for i, r := range g.runners {
-			g.free[i] = newBatchStack(per)
-			if !r.mode.collect {
-				continue
-			}
-			for range per {
-				b := &MultiAgentBatch{}
-				g.owner[b] = i
-				g.free[i].put(b)
-			}
-		}
+		g.makeBatches(opts.BatchesPerRunner)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,31 +103,49 @@ func (g *Group) Run(ctx context.Context, opts GroupOptions) error {
 			}
 		}()
 	}
-	// Merge round-robin; a closed channel drops out of the rotation.
-	open := make([]bool, n)
-	left := 0
-	for i := range n {
-		if collect && g.runners[i].mode.collect {
-			open[i] = true
-			left++
-		}
-	}
-	for left > 0 {
-		for i := range n {
-			if !open[i] {
-				continue
-			}
-			b, ok := <-outs[i]
-			if !ok {
-				open[i] = false
-				left--
-				continue
-			}
-			g.give(opts.Sink, b, &errs[n], cancel)
-		}
-	}
+	g.merge(outs, func(b *MultiAgentBatch) { g.give(opts.Sink, b, &errs[n], cancel) })
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// makeBatches makes the batches of every collecting runner, per of them each (0: 2).
+func (g *Group) makeBatches(per int) {
+	if per <= 0 {
+		per = 2
+	}
+	g.free = make([]*batchStack, len(g.runners))
+	for i, r := range g.runners {
+		g.free[i] = newBatchStack(per)
+		if !r.mode.collect {
+			continue
+		}
+		for range per {
+			b := &MultiAgentBatch{}
+			g.owner[b] = i
+			g.free[i].put(b)
+		}
+	}
+}
+
+// merge hands the batches of the runners' channels to give round-robin, a batch of each
+// open channel in turn, until every channel is closed; a closed channel drops out of the
+// rotation.
+func (g *Group) merge(outs []chan *MultiAgentBatch, give func(*MultiAgentBatch)) {
+	open := make([]chan *MultiAgentBatch, 0, len(outs))
+	for _, out := range outs {
+		open = append(open, out)
+	}
+	for len(open) > 0 {
+		for i := 0; i < len(open); {
+			b, ok := <-open[i]
+			if !ok {
+				open = append(open[:i], open[i+1:]...)
+				continue
+			}
+			give(b)
+			i++
+		}
+	}
 }
 
 // runHere is Run for a group of one runner: it steps on the calling goroutine and the sink
