@@ -87,14 +87,8 @@ func (r *Runner) SwapPolicy(id PolicyID, model *models.Policy) error {
 // what New set and nothing changes afterwards.
 func (p *policy) buildSwap(model *models.Policy) (_ *modelSwap, err error) {
 	spec := &model.Spec
-	if spec.Distribution != p.distName {
-		return nil, fmt.Errorf("%w: distribution %s, the policy's is %s", ErrSwapMismatch, spec.Distribution, p.distName)
-	}
-	if (spec.ValueOutput != "") != p.hasValue {
-		return nil, fmt.Errorf("%w: value output %q, the policy has one: %v (the batches' vf_preds column)", ErrSwapMismatch, spec.ValueOutput, p.hasValue)
-	}
-	if !slices.Equal(spec.State, p.statePairs) {
-		return nil, fmt.Errorf("%w: RNN states %v, the policy's are %v", ErrSwapMismatch, spec.State, p.statePairs)
+	if err := p.checkSpec(spec); err != nil {
+		return nil, err
 	}
 	sess, err := inference.NewSession(model.Model, p.sessOpts)
 	if err != nil {
@@ -109,41 +103,11 @@ func (p *policy) buildSwap(model *models.Policy) (_ *modelSwap, err error) {
 	if sess.Capacity() != p.cap {
 		return nil, fmt.Errorf("%w: session capacity %d, the policy's is %d", ErrSwapMismatch, sess.Capacity(), p.cap)
 	}
-	if s.obsT, err = sess.Input(spec.ObservationInput); err != nil {
+	if err := p.bindTensors(s, spec); err != nil {
 		return nil, err
 	}
-	if s.obsT.Info.ElemType != inference.ElemFloat32 || s.obsT.RowSize() != p.obsW {
-		return nil, fmt.Errorf("%w: observation input %q holds %d %s values per row, the policy's rows are %d float32 values",
-			ErrSwapMismatch, s.obsT.Info.Name, s.obsT.RowSize(), s.obsT.Info.ElemType, p.obsW)
-	}
-	if p.hasValue {
-		if s.valueT, err = sess.Output(spec.ValueOutput); err != nil {
-			return nil, err
-		}
-		if s.valueT.Info.ElemType != inference.ElemFloat32 || s.valueT.RowSize() != 1 {
-			return nil, fmt.Errorf("%w: value output %q holds %d %s values per row, want 1 float32", ErrSwapMismatch,
-				s.valueT.Info.Name, s.valueT.RowSize(), s.valueT.Info.ElemType)
-		}
-	}
-	for k, sp := range spec.State {
-		t, err := sess.Input(sp.Input)
-		if err != nil {
-			return nil, err
-		}
-		if t.RowSize() != p.stateW[k] {
-			return nil, fmt.Errorf("%w: state input %q has %d values per row, the policy's has %d", ErrSwapMismatch, sp.Input, t.RowSize(), p.stateW[k])
-		}
-	}
-	if len(spec.State) > 0 {
-		// The checks the policy's state buffer makes when it binds the new session at the
-		// swap (which then cannot fail), on a buffer of its own.
-		sb, err := connectors.NewStateBuffer(model)
-		if err != nil {
-			return nil, err
-		}
-		if err := sb.Bind(sess); err != nil {
-			return nil, err
-		}
+	if err := p.checkStates(model, sess); err != nil {
+		return nil, err
 	}
 	dist, err := connectors.NewDistribution(spec.Distribution, p.act)
 	if err != nil {
@@ -159,6 +123,67 @@ func (p *policy) buildSwap(model *models.Policy) (_ *modelSwap, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkSpec checks what a new model's spec says against the policy: the distribution, a
+// value output (the batches' vf_preds column) and the RNN states.
+func (p *policy) checkSpec(spec *models.Spec) error {
+	if spec.Distribution != p.distName {
+		return fmt.Errorf("%w: distribution %s, the policy's is %s", ErrSwapMismatch, spec.Distribution, p.distName)
+	}
+	if (spec.ValueOutput != "") != p.hasValue {
+		return fmt.Errorf("%w: value output %q, the policy has one: %v (the batches' vf_preds column)", ErrSwapMismatch, spec.ValueOutput, p.hasValue)
+	}
+	if !slices.Equal(spec.State, p.statePairs) {
+		return fmt.Errorf("%w: RNN states %v, the policy's are %v", ErrSwapMismatch, spec.State, p.statePairs)
+	}
+	return nil
+}
+
+// bindTensors finds the new session's observation input and value output for s and checks
+// their rows against the policy's.
+func (p *policy) bindTensors(s *modelSwap, spec *models.Spec) (err error) {
+	if s.obsT, err = s.sess.Input(spec.ObservationInput); err != nil {
+		return err
+	}
+	if s.obsT.Info.ElemType != inference.ElemFloat32 || s.obsT.RowSize() != p.obsW {
+		return fmt.Errorf("%w: observation input %q holds %d %s values per row, the policy's rows are %d float32 values",
+			ErrSwapMismatch, s.obsT.Info.Name, s.obsT.RowSize(), s.obsT.Info.ElemType, p.obsW)
+	}
+	if !p.hasValue {
+		return nil
+	}
+	if s.valueT, err = s.sess.Output(spec.ValueOutput); err != nil {
+		return err
+	}
+	if s.valueT.Info.ElemType != inference.ElemFloat32 || s.valueT.RowSize() != 1 {
+		return fmt.Errorf("%w: value output %q holds %d %s values per row, want 1 float32", ErrSwapMismatch,
+			s.valueT.Info.Name, s.valueT.RowSize(), s.valueT.Info.ElemType)
+	}
+	return nil
+}
+
+// checkStates checks the new session's state inputs against the policy's widths and makes
+// the checks the policy's state buffer makes when it binds the session at the swap (which
+// then cannot fail), on a buffer of its own.
+func (p *policy) checkStates(model *models.Policy, sess *inference.Session) error {
+	for k, sp := range model.Spec.State {
+		t, err := sess.Input(sp.Input)
+		if err != nil {
+			return err
+		}
+		if t.RowSize() != p.stateW[k] {
+			return fmt.Errorf("%w: state input %q has %d values per row, the policy's has %d", ErrSwapMismatch, sp.Input, t.RowSize(), p.stateW[k])
+		}
+	}
+	if len(model.Spec.State) == 0 {
+		return nil
+	}
+	sb, err := connectors.NewStateBuffer(model)
+	if err != nil {
+		return err
+	}
+	return sb.Bind(sess)
 }
 
 // applySwaps puts the waiting model swaps into effect (at a batch boundary, on the runner's

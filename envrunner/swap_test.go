@@ -262,3 +262,26 @@ func columnarRandom(t *testing.T) map[envrunner.PolicyID]envrunner.PolicyConfig 
 	pols, _ := columnarPolicies(t, columnarCase{env: "CartPole-v1"})
 	return pols
 }
+
+// TestSwapRecurrentPolicy swaps a recurrent policy's model for another session of the same
+// model: the state inputs are checked and bound (the new session's state buffer binds
+// without failing), and sampling goes on with the agents' states kept. A model with other
+// states, or none, is refused.
+func TestSwapRecurrentPolicy(t *testing.T) {
+	lstm := bundledPolicy(t, "lstm_policy")
+	r := newRunner(t, envrunner.Config{Env: vectorOf(t, "StatelessCartPole", nil, 3, 0), NumEnvs: 3, Seed: 4,
+		FragmentLength: 6, Policies: singlePolicy(lstm, true)})
+	b := &envrunner.MultiAgentBatch{}
+	require.NoError(t, r.Sample(b))
+	require.NoError(t, r.SwapPolicy(envrunner.DefaultPolicyID, bundledPolicy(t, "lstm_policy")))
+	for range 2 {
+		require.NoError(t, r.Sample(b))
+		pb := b.PolicyBatches[envrunner.DefaultPolicyID]
+		require.Equal(t, 18, pb.Count)
+		require.NotEmpty(t, pb.StateIn)
+		assert.Len(t, pb.StateIn[0], pb.Count*pb.StateWidths[0])
+	}
+	err := r.SwapPolicy(envrunner.DefaultPolicyID, bundledPolicy(t, "cartpole_mlp"))
+	assert.ErrorIs(t, err, envrunner.ErrSwapMismatch)
+	assert.ErrorContains(t, err, "RNN states")
+}
