@@ -111,9 +111,7 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int, tr []float3
 	w, aw, dw, s := p.obsW, p.actW, p.distW, l.stride
 	tr = tr[:(n+1)*s]
 	obs, newObs, acts := grow.N(&b.Obs, n*w), grow.N(&b.NewObs, n*w), grow.N(&b.Actions, n*aw)
-	rews, terms, truncs := grow.N(&b.Rewards, n), grow.N(&b.Terminateds, n), grow.N(&b.Truncateds, n)
-	eps, envs, idx, ts := grow.N(&b.EpsID, n), grow.N(&b.EnvID, n), grow.N(&b.AgentIndex, n), grow.N(&b.T, n)
-	ids := grow.N(&b.AgentID, n)
+	rews := grow.N(&b.Rewards, n)
 	var dist, logp, vf []float32
 	model := !p.random
 	if model {
@@ -138,22 +136,7 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int, tr []float3
 		ntcopy.StridedCached(acts, tr[l.act:], s, aw, n)
 	}
 	ntcopy.Strided(rews, tr[s+l.rew:], s, 1, n) // transition i's reward is row i+1's (trajLayout.rew)
-	// Only the last transition can end the episode.
-	terminated := n == a.n && a.end&flagTerminated != 0
-	ntcopy.Fill8(terms[:n-1], false)
-	ntcopy.Fill8(truncs[:n-1], false)
-	terms[n-1], truncs[n-1] = terminated, n == a.n && a.end&flagTruncated != 0
-	ntcopy.Fill64(eps, a.epsID)
-	ntcopy.Fill32(envs, a.envID)
-	ntcopy.Fill32(idx, a.index)
-	fillIDs(ids, a.id)
-	if l.t < 0 { // the agent observed at every env step (see trajLayout.t)
-		ntcopy.Iota32(ts, a.t0)
-	} else {
-		for i := range ts {
-			ts[i] = int32(math.Float32bits(tr[i*s+l.t]))
-		}
-	}
+	terminated := emitIDs(b, a, n, tr, s, l.t)
 	if model {
 		ntcopy.Strided(dist, tr[l.dist:], s, dw, n)
 		ntcopy.Strided(logp, tr[l.logp:], s, 1, n)
@@ -163,18 +146,8 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int, tr []float3
 	if vf != nil {
 		ntcopy.Strided(vf, tr[l.vf:], s, 1, n)
 	}
-	for k, sw := range p.stateW {
-		if r.cfg.StatePerSequence { // the rows that start a sequence: 0, maxSeq, 2*maxSeq, ...
-			b.StateIn[k] = gather(b.StateIn[k], tr, s*r.mode.maxSeq, l.stateIn[k], sw, (n+r.mode.maxSeq-1)/r.mode.maxSeq)
-		} else {
-			b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
-		}
-		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
-	}
 	if len(p.stateW) > 0 {
-		for rem := n; rem > 0; rem -= r.mode.maxSeq {
-			b.SeqLens = append(b.SeqLens, int32(min(rem, r.mode.maxSeq)))
-		}
+		r.emitStates(b, p, n, tr)
 	}
 	if len(a.infos) > 0 || len(b.Infos) > 0 {
 		emitInfos(b, a, n)
@@ -192,6 +165,49 @@ func (r *Runner) emitFirst(out *MultiAgentBatch, a *agentRec, n int, tr []float3
 	}
 	b.Count += n
 	out.AgentSteps += n
+}
+
+// emitIDs appends the end flags and ids of the record's first n transitions (tr its rows,
+// s values each; t the rows' t, -1 when they have none) to b and reports whether the last
+// of them terminated the episode: only the last transition can end it, when n is all of
+// them.
+func emitIDs(b *SampleBatch, a *agentRec, n int, tr []float32, s, t int) (terminated bool) {
+	terms, truncs := grow.N(&b.Terminateds, n), grow.N(&b.Truncateds, n)
+	eps, envs, idx, ts := grow.N(&b.EpsID, n), grow.N(&b.EnvID, n), grow.N(&b.AgentIndex, n), grow.N(&b.T, n)
+	terminated = n == a.n && a.end&flagTerminated != 0
+	ntcopy.Fill8(terms[:n-1], false)
+	ntcopy.Fill8(truncs[:n-1], false)
+	terms[n-1], truncs[n-1] = terminated, n == a.n && a.end&flagTruncated != 0
+	ntcopy.Fill64(eps, a.epsID)
+	ntcopy.Fill32(envs, a.envID)
+	ntcopy.Fill32(idx, a.index)
+	fillIDs(grow.N(&b.AgentID, n), a.id)
+	if t < 0 { // the agent observed at every env step (see trajLayout.t)
+		ntcopy.Iota32(ts, a.t0)
+	} else {
+		for i := range ts {
+			ts[i] = int32(math.Float32bits(tr[i*s+t]))
+		}
+	}
+	return terminated
+}
+
+// emitStates appends the RNN states of n transitions (tr their rows) to b, the policy's
+// batch: state_out per row, state_in per row or, with Config.StatePerSequence, per
+// sequence (the rows that start one: 0, maxSeq, 2*maxSeq, ...), and the sequences' lengths.
+func (r *Runner) emitStates(b *SampleBatch, p *policy, n int, tr []float32) {
+	l, s, seq := &p.lay, p.lay.stride, r.mode.maxSeq
+	for k, sw := range p.stateW {
+		if r.cfg.StatePerSequence {
+			b.StateIn[k] = gather(b.StateIn[k], tr, s*seq, l.stateIn[k], sw, (n+seq-1)/seq)
+		} else {
+			b.StateIn[k] = gather(b.StateIn[k], tr, s, l.stateIn[k], sw, n)
+		}
+		b.StateOut[k] = gather(b.StateOut[k], tr, s, l.stateOut[k], sw, n)
+	}
+	for rem := n; rem > 0; rem -= seq {
+		b.SeqLens = append(b.SeqLens, int32(min(rem, seq)))
+	}
 }
 
 // emitInfos appends the infos of the record's first n transitions to b.Infos, which is empty
