@@ -445,32 +445,42 @@ func (c *columnWriter) infos(batches []*envrunner.SampleBatch) error {
 }
 
 // writeRowGroup writes the rows of batches (policies ids, in that order) as the column
-// chunks of a row group; they must have layout l, which is the file's.
+// chunks of a row group; they must have layout l, which is the file's. The columns are
+// written in the schema's order (arrowbatch's package doc), a group of them at a time.
 func (c *columnWriter) writeRowGroup(l arrowbatch.Layout, ids []string, batches []*envrunner.SampleBatch) error {
-	type sb = envrunner.SampleBatch
 	c.col = 0
+	if err := c.transitionCols(l, batches); err != nil {
+		return err
+	}
+	if err := c.rowIDCols(ids, batches); err != nil {
+		return err
+	}
+	if err := c.policyCols(l, batches); err != nil {
+		return err
+	}
+	if err := c.stateCols(l, batches); err != nil {
+		return err
+	}
+	if err := c.postprocessedCols(l, batches); err != nil {
+		return err
+	}
+	if c.col != c.schema.NumColumns() {
+		return fmt.Errorf("the writer wrote %d columns of the schema's %d", c.col, c.schema.NumColumns())
+	}
+	return nil
+}
+
+// transitionCols writes the columns every row group starts with, the transition itself:
+// obs, new_obs, actions, rewards, terminateds and truncateds.
+func (c *columnWriter) transitionCols(l arrowbatch.Layout, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
 	if err := c.floatRows(batches, l.ObsWidth, false, func(b *sb) []float32 { return b.Obs }); err != nil {
 		return err
 	}
 	if err := c.floatRows(batches, l.ObsWidth, false, func(b *sb) []float32 { return b.NewObs }); err != nil {
 		return err
 	}
-	var err error
-	switch l.Actions {
-	case arrowbatch.RealActions:
-		err = c.floatRows(batches, l.ActionWidth, false, func(b *sb) []float32 { return b.Actions })
-	default:
-		// Integer actions, converted as arrowbatch does; a scalar column for one per row.
-		scalar := l.Actions == arrowbatch.IntActions
-		err = c.int64Rows(batches, l.ActionWidth, scalar, func(b *sb) []int64 {
-			c.ints = c.ints[:0]
-			for _, v := range b.Actions[:b.Count*l.ActionWidth] {
-				c.ints = append(c.ints, arrowbatch.IntAction(v))
-			}
-			return c.ints
-		})
-	}
-	if err != nil {
+	if err := c.actionCol(l, batches); err != nil {
 		return err
 	}
 	if err := c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.Rewards }); err != nil {
@@ -479,9 +489,30 @@ func (c *columnWriter) writeRowGroup(l arrowbatch.Layout, ids []string, batches 
 	if err := c.boolCol(batches, func(b *sb) []bool { return b.Terminateds }); err != nil {
 		return err
 	}
-	if err := c.boolCol(batches, func(b *sb) []bool { return b.Truncateds }); err != nil {
-		return err
+	return c.boolCol(batches, func(b *sb) []bool { return b.Truncateds })
+}
+
+// actionCol writes the actions column: rows of floats for real actions, and for integer
+// ones int64 values converted as arrowbatch does, a scalar column for one per row.
+func (c *columnWriter) actionCol(l arrowbatch.Layout, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
+	if l.Actions == arrowbatch.RealActions {
+		return c.floatRows(batches, l.ActionWidth, false, func(b *sb) []float32 { return b.Actions })
 	}
+	scalar := l.Actions == arrowbatch.IntActions
+	return c.int64Rows(batches, l.ActionWidth, scalar, func(b *sb) []int64 {
+		c.ints = c.ints[:0]
+		for _, v := range b.Actions[:b.Count*l.ActionWidth] {
+			c.ints = append(c.ints, arrowbatch.IntAction(v))
+		}
+		return c.ints
+	})
+}
+
+// rowIDCols writes the columns that say where each row comes from (eps_id, env_id,
+// agent_id, agent_index, module_id and t), and its infos.
+func (c *columnWriter) rowIDCols(ids []string, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
 	if err := c.int64Rows(batches, 1, true, func(b *sb) []int64 { return b.EpsID }); err != nil {
 		return err
 	}
@@ -500,9 +531,13 @@ func (c *columnWriter) writeRowGroup(l arrowbatch.Layout, ids []string, batches 
 	if err := c.int32Col(batches, func(b *sb) []int32 { return b.T }); err != nil {
 		return err
 	}
-	if err := c.infos(batches); err != nil {
-		return err
-	}
+	return c.infos(batches)
+}
+
+// policyCols writes the optional columns of the policy's outputs that l has:
+// action_dist_inputs, action_logp and vf_preds.
+func (c *columnWriter) policyCols(l arrowbatch.Layout, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
 	if l.DistWidth > 0 {
 		if err := c.floatRows(batches, l.DistWidth, false, func(b *sb) []float32 { return b.ActionDistInputs }); err != nil {
 			return err
@@ -514,9 +549,17 @@ func (c *columnWriter) writeRowGroup(l arrowbatch.Layout, ids []string, batches 
 		}
 	}
 	if l.VfPreds {
-		if err := c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.VfPreds }); err != nil {
-			return err
-		}
+		return c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.VfPreds })
+	}
+	return nil
+}
+
+// stateCols writes the RNN state columns l has, if any: every state_in_K, then every
+// state_out_K, then seq_lens as one value per row (arrowbatch.AppendSeqLensPerRow).
+func (c *columnWriter) stateCols(l arrowbatch.Layout, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
+	if len(l.StateWidths) == 0 {
+		return nil
 	}
 	for k, w := range l.StateWidths {
 		if err := c.floatRows(batches, w, false, func(b *sb) []float32 { return b.StateIn[k] }); err != nil {
@@ -528,26 +571,23 @@ func (c *columnWriter) writeRowGroup(l arrowbatch.Layout, ids []string, batches 
 			return err
 		}
 	}
-	if len(l.StateWidths) > 0 {
-		if err := c.int32Col(batches, func(b *sb) []int32 {
-			c.int32s = arrowbatch.AppendSeqLensPerRow(c.int32s[:0], b)
-			return c.int32s
-		}); err != nil {
-			return err
-		}
-	}
+	return c.int32Col(batches, func(b *sb) []int32 {
+		c.int32s = arrowbatch.AppendSeqLensPerRow(c.int32s[:0], b)
+		return c.int32s
+	})
+}
+
+// postprocessedCols writes the optional columns of postprocessing (GAE) that l has:
+// advantages and value_targets.
+func (c *columnWriter) postprocessedCols(l arrowbatch.Layout, batches []*envrunner.SampleBatch) error {
+	type sb = envrunner.SampleBatch
 	if l.Advantages {
 		if err := c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.Advantages }); err != nil {
 			return err
 		}
 	}
 	if l.ValueTargets {
-		if err := c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.ValueTargets }); err != nil {
-			return err
-		}
-	}
-	if c.col != c.schema.NumColumns() {
-		return fmt.Errorf("the writer wrote %d columns of the schema's %d", c.col, c.schema.NumColumns())
+		return c.floatRows(batches, 1, true, func(b *sb) []float32 { return b.ValueTargets })
 	}
 	return nil
 }
