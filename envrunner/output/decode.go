@@ -45,48 +45,15 @@ func Decode(line []byte) (*envrunner.MultiAgentBatch, error) {
 
 func decode(line []byte) (*envrunner.MultiAgentBatch, error) {
 	d := newDecoder(line)
-	var (
-		typ              string
-		haveType         bool
-		count            int64
-		haveCount        bool
-		policies         map[string]*parts
-		havePolicies     bool
-		top              = newParts()
-		policyOrder      []string
-		firstTopLevelCol string
-	)
+	var l batchLine
+	// A SampleBatch's columns, kept out of l: its policies' map would take them to the heap.
+	top := newParts()
 	err := d.object(func(key string) error {
-		switch key {
-		case "type":
-			s, err := d.str()
-			if err != nil {
-				return fmt.Errorf(`"type": %w`, err)
-			}
-			typ, haveType = s, true
-			return nil
-		case "count":
-			v, err := d.Int(0, math.MaxInt)
-			if err != nil {
-				return fmt.Errorf(`"count": %w`, err)
-			}
-			count, haveCount = v, true
-			return nil
-		case "policy_batches":
-			havePolicies = true
-			policies = make(map[string]*parts)
-			return d.object(func(pid string) error {
-				p := newParts()
-				if err := d.object(func(col string) error { return p.column(d, col) }); err != nil {
-					return fmt.Errorf("policy %q: %w", pid, err)
-				}
-				policies[pid] = p
-				policyOrder = append(policyOrder, pid)
-				return nil
-			})
+		if ok, err := l.member(d, key); ok {
+			return err
 		}
-		if firstTopLevelCol == "" {
-			firstTopLevelCol = key
+		if l.firstTopLevelCol == "" {
+			l.firstTopLevelCol = key
 		}
 		return top.column(d, key)
 	})
@@ -96,42 +63,102 @@ func decode(line []byte) (*envrunner.MultiAgentBatch, error) {
 	if err := d.end(); err != nil {
 		return nil, err
 	}
-	if !haveType {
+	if !l.haveType {
 		return nil, errors.New(`missing "type" (want "SampleBatch" or "MultiAgentBatch")`)
 	}
-	m := &envrunner.MultiAgentBatch{PolicyBatches: make(map[string]*envrunner.SampleBatch)}
-	switch typ {
+	switch l.typ {
 	case "SampleBatch":
-		if haveCount || havePolicies {
-			return nil, errors.New(`a SampleBatch has no "count" or "policy_batches"`)
-		}
-		b, err := top.build()
-		if err != nil {
-			return nil, err
-		}
-		m.PolicyBatches[envrunner.DefaultPolicyID] = b
-		m.EnvSteps, m.AgentSteps = b.Count, b.Count
+		return l.sampleBatch(top)
 	case "MultiAgentBatch":
-		if firstTopLevelCol != "" {
-			return nil, fmt.Errorf("unexpected column %q in a MultiAgentBatch (columns belong in policy_batches)", firstTopLevelCol)
+		return l.multiAgentBatch()
+	}
+	return nil, fmt.Errorf(`"type" is %q, want "SampleBatch" or "MultiAgentBatch"`, l.typ)
+}
+
+// batchLine holds what decode reads of a line's top-level members but the columns of a
+// SampleBatch: which batch it is and, for a MultiAgentBatch, its policies' columns. Which
+// members a line may have depends on its "type", which may come after them.
+type batchLine struct {
+	typ              string
+	haveType         bool
+	count            int64
+	haveCount        bool
+	policies         map[string]*parts
+	havePolicies     bool
+	policyOrder      []string
+	firstTopLevelCol string
+}
+
+// member reads the value of key when it is one of the batch's own members, "type", "count"
+// or "policy_batches" (each policy's columns, in the order of the line), and reports whether
+// it was: any other key is a column of a SampleBatch.
+func (l *batchLine) member(d *decoder, key string) (bool, error) {
+	switch key {
+	case "type":
+		s, err := d.str()
+		if err != nil {
+			return true, fmt.Errorf(`"type": %w`, err)
 		}
-		if !haveCount {
-			return nil, errors.New(`MultiAgentBatch without "count"`)
+		l.typ, l.haveType = s, true
+		return true, nil
+	case "count":
+		v, err := d.Int(0, math.MaxInt)
+		if err != nil {
+			return true, fmt.Errorf(`"count": %w`, err)
 		}
-		if !havePolicies {
-			return nil, errors.New(`MultiAgentBatch without "policy_batches"`)
-		}
-		m.EnvSteps = int(count)
-		for _, pid := range policyOrder {
-			b, err := policies[pid].build()
-			if err != nil {
-				return nil, fmt.Errorf("policy %q: %w", pid, err)
+		l.count, l.haveCount = v, true
+		return true, nil
+	case "policy_batches":
+		l.havePolicies = true
+		l.policies = make(map[string]*parts)
+		return true, d.object(func(pid string) error {
+			p := newParts()
+			if err := d.object(func(col string) error { return p.column(d, col) }); err != nil {
+				return fmt.Errorf("policy %q: %w", pid, err)
 			}
-			m.PolicyBatches[pid] = b
-			m.AgentSteps += b.Count
+			l.policies[pid] = p
+			l.policyOrder = append(l.policyOrder, pid)
+			return nil
+		})
+	}
+	return false, nil
+}
+
+// sampleBatch returns the batch of a SampleBatch line of columns top: one policy,
+// envrunner.DefaultPolicyID, every row an env step.
+func (l *batchLine) sampleBatch(top *parts) (*envrunner.MultiAgentBatch, error) {
+	if l.haveCount || l.havePolicies {
+		return nil, errors.New(`a SampleBatch has no "count" or "policy_batches"`)
+	}
+	b, err := top.build()
+	if err != nil {
+		return nil, err
+	}
+	m := &envrunner.MultiAgentBatch{PolicyBatches: map[string]*envrunner.SampleBatch{envrunner.DefaultPolicyID: b}}
+	m.EnvSteps, m.AgentSteps = b.Count, b.Count
+	return m, nil
+}
+
+// multiAgentBatch returns the batch of a MultiAgentBatch line: "count" env steps, and the
+// policies' batches, built in the order of the line (the first error is the one returned).
+func (l *batchLine) multiAgentBatch() (*envrunner.MultiAgentBatch, error) {
+	if l.firstTopLevelCol != "" {
+		return nil, fmt.Errorf("unexpected column %q in a MultiAgentBatch (columns belong in policy_batches)", l.firstTopLevelCol)
+	}
+	if !l.haveCount {
+		return nil, errors.New(`MultiAgentBatch without "count"`)
+	}
+	if !l.havePolicies {
+		return nil, errors.New(`MultiAgentBatch without "policy_batches"`)
+	}
+	m := &envrunner.MultiAgentBatch{PolicyBatches: make(map[string]*envrunner.SampleBatch), EnvSteps: int(l.count)}
+	for _, pid := range l.policyOrder {
+		b, err := l.policies[pid].build()
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", pid, err)
 		}
-	default:
-		return nil, fmt.Errorf(`"type" is %q, want "SampleBatch" or "MultiAgentBatch"`, typ)
+		m.PolicyBatches[pid] = b
+		m.AgentSteps += b.Count
 	}
 	return m, nil
 }
@@ -256,76 +283,115 @@ func stateIndex(s string) int {
 
 // build checks the columns against each other and assembles the batch.
 func (p *parts) build() (*envrunner.SampleBatch, error) {
-	for _, name := range requiredColumns {
-		if p.cols[name] == nil {
-			return nil, fmt.Errorf("missing column %q", name)
-		}
-	}
-	obs := p.cols["obs"]
-	n := obs.rows
-	for _, name := range requiredColumns[1:] {
-		if c := p.cols[name]; c.rows != n {
-			return nil, fmt.Errorf("column %q has %d rows, want %d (the rows of \"obs\")", name, c.rows, n)
-		}
-	}
-	for _, name := range optionalColumns {
-		if c := p.cols[name]; c != nil && c.rows != 0 && c.rows != n {
-			return nil, fmt.Errorf("column %q has %d rows, want %d (the rows of \"obs\")", name, c.rows, n)
-		}
+	n, err := p.rows()
+	if err != nil {
+		return nil, err
 	}
 	b := &envrunner.SampleBatch{Count: n}
-	if n > 0 {
-		b.ObsWidth = obs.width
-		if w := p.cols["new_obs"].width; w != b.ObsWidth {
-			return nil, fmt.Errorf("column \"new_obs\" has rows of %d values, want %d (the width of \"obs\")", w, b.ObsWidth)
-		}
+	if err := p.buildTransitions(b); err != nil {
+		return nil, err
 	}
-	b.Obs, b.NewObs = obs.f, p.cols["new_obs"].f
-	if a := p.cols["actions"]; n > 0 {
-		b.Actions = a.f
-		b.ActionWidth = a.width
-		if a.width < 0 { // a flat list: one value per row
-			b.ActionWidth = 1
-		}
-		if a.ints {
-			b.ActionSpace = integerSpace(a)
-		}
-	}
-	b.Rewards = p.cols["rewards"].f
-	b.Terminateds = p.cols["terminateds"].b
-	b.Truncateds = p.cols["truncateds"].b
 	b.EpsID = p.cols["eps_id"].i
 	b.EnvID = int32s(p.cols["env_id"].i)
 	b.AgentIndex = int32s(p.cols["agent_index"].i)
-	if c := p.cols["agent_id"]; c != nil && c.rows > 0 {
+	if c := p.optional("agent_id"); c != nil {
 		b.AgentID = c.s
 	}
 	b.T = int32s(p.cols["t"].i)
 	if c := p.cols["infos"]; c != nil && c.infos != nil {
 		b.Infos = c.infos
 	}
-	if c := p.cols["action_dist_inputs"]; c != nil && c.rows > 0 {
+	if c := p.optional("action_dist_inputs"); c != nil {
 		b.ActionDistInputs, b.DistWidth = c.f, c.width
 	}
-	if c := p.cols["action_logp"]; c != nil && c.rows > 0 {
-		b.ActionLogp = c.f
-	}
-	if c := p.cols["vf_preds"]; c != nil && c.rows > 0 {
-		b.VfPreds = c.f
-	}
-	if c := p.cols["advantages"]; c != nil && c.rows > 0 {
-		b.Advantages = c.f
-	}
-	if c := p.cols["value_targets"]; c != nil && c.rows > 0 {
-		b.ValueTargets = c.f
-	}
-	if c := p.cols["seq_lens"]; c != nil && c.rows > 0 {
+	b.ActionLogp = p.optionalFloats("action_logp")
+	b.VfPreds = p.optionalFloats("vf_preds")
+	b.Advantages = p.optionalFloats("advantages")
+	b.ValueTargets = p.optionalFloats("value_targets")
+	if c := p.optional("seq_lens"); c != nil {
 		b.SeqLens = int32s(c.i)
 	}
 	if err := p.buildState(b); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// rows returns the batch's row count, the rows of "obs", once it has checked that every
+// required column is there with that many rows, and that every optional column of a value
+// per row has that many or none (an empty list, which leaves the column out).
+func (p *parts) rows() (int, error) {
+	for _, name := range requiredColumns {
+		if p.cols[name] == nil {
+			return 0, fmt.Errorf("missing column %q", name)
+		}
+	}
+	n := p.cols["obs"].rows
+	for _, name := range requiredColumns[1:] {
+		if c := p.cols[name]; c.rows != n {
+			return 0, fmt.Errorf("column %q has %d rows, want %d (the rows of \"obs\")", name, c.rows, n)
+		}
+	}
+	for _, name := range optionalColumns {
+		if c := p.cols[name]; c != nil && c.rows != 0 && c.rows != n {
+			return 0, fmt.Errorf("column %q has %d rows, want %d (the rows of \"obs\")", name, c.rows, n)
+		}
+	}
+	return n, nil
+}
+
+// buildTransitions sets the columns of the transitions themselves, obs to truncateds,
+// checking that the rows of new_obs are as wide as those of obs.
+func (p *parts) buildTransitions(b *envrunner.SampleBatch) error {
+	obs, newObs := p.cols["obs"], p.cols["new_obs"]
+	if b.Count > 0 {
+		b.ObsWidth = obs.width
+		if w := newObs.width; w != b.ObsWidth {
+			return fmt.Errorf("column \"new_obs\" has rows of %d values, want %d (the width of \"obs\")", w, b.ObsWidth)
+		}
+	}
+	b.Obs, b.NewObs = obs.f, newObs.f
+	p.buildActions(b)
+	b.Rewards = p.cols["rewards"].f
+	b.Terminateds = p.cols["terminateds"].b
+	b.Truncateds = p.cols["truncateds"].b
+	return nil
+}
+
+// buildActions sets the actions of a batch with rows (one without keeps none, and width
+// 0): their width, 1 for a flat list (a value per row), and for integers the stand-in space
+// of Decode.
+func (p *parts) buildActions(b *envrunner.SampleBatch) {
+	if b.Count == 0 {
+		return
+	}
+	a := p.cols["actions"]
+	b.Actions = a.f
+	b.ActionWidth = a.width
+	if a.width < 0 { // a flat list: one value per row
+		b.ActionWidth = 1
+	}
+	if a.ints {
+		b.ActionSpace = integerSpace(a)
+	}
+}
+
+// optional returns the optional column name when the line has it with rows, nil when it is
+// missing or empty: the batch leaves such a column out (nil).
+func (p *parts) optional(name string) *column {
+	if c := p.cols[name]; c != nil && c.rows > 0 {
+		return c
+	}
+	return nil
+}
+
+// optionalFloats returns the values of the optional column name of a float per row, nil
+// when the batch leaves it out (see optional).
+func (p *parts) optionalFloats(name string) []float32 {
+	if c := p.optional(name); c != nil {
+		return c.f
+	}
+	return nil
 }
 
 // buildState sets the RNN state columns and checks seq_lens against them.
@@ -479,106 +545,147 @@ func intCompatible(v float32, isInt bool) bool {
 // column reads a column value of the given kind.
 func (d *decoder) column(kind int) (*column, error) {
 	c := &column{width: -1}
+	var err error
 	switch kind {
 	case kindFloats:
-		err := d.list(func() error {
-			v, err := d.Float32()
-			c.f = append(c.f, v)
-			return err
-		})
-		c.rows = len(c.f)
-		return c, err
+		err = d.floats(c)
 	case kindBools:
-		err := d.list(func() error {
-			v, err := d.Bool()
-			c.b = append(c.b, v)
-			return err
-		})
-		c.rows = len(c.b)
-		return c, err
+		err = d.bools(c)
 	case kindStrings:
-		err := d.list(func() error {
-			v, err := d.str()
-			c.s = append(c.s, v)
-			return err
-		})
-		c.rows = len(c.s)
-		return c, err
+		err = d.strs(c)
 	case kindInfos:
-		err := d.list(func() error {
-			info, err := infojson.Read(&d.Scanner)
-			if info != nil && c.infos == nil {
-				c.infos = make([]env.Info, c.rows, c.rows+1) // the rows before had none
-			}
-			if c.infos != nil {
-				c.infos = append(c.infos, info)
-			}
-			c.rows++
-			return err
-		})
-		return c, err
-	case kindInt64s, kindInt32s:
-		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-		if kind == kindInt32s {
-			lo, hi = math.MinInt32, math.MaxInt32
+		err = d.infos(c)
+	case kindInt64s:
+		err = d.ints(c, math.MinInt64, math.MaxInt64)
+	case kindInt32s:
+		err = d.ints(c, math.MinInt32, math.MaxInt32)
+	default:
+		// Rows, or for actions rows or a flat list.
+		if err := d.rows(c, kind == kindActions); err != nil {
+			return nil, err
 		}
-		err := d.list(func() error {
-			v, err := d.Int(lo, hi)
-			c.i = append(c.i, v)
-			return err
-		})
-		c.rows = len(c.i)
-		return c, err
 	}
-	// Rows, or for actions rows or a flat list. Actions are integers while every value is.
-	c.ints = kind == kindActions
-	flat := false
+	return c, err
+}
+
+// floats reads a flat list of floats into c.
+func (d *decoder) floats(c *column) error {
 	err := d.list(func() error {
-		if kind == kindActions && c.rows == 0 && d.Peek() != '[' {
-			flat = true
+		v, err := d.Float32()
+		c.f = append(c.f, v)
+		return err
+	})
+	c.rows = len(c.f)
+	return err
+}
+
+// bools reads a flat list of booleans into c.
+func (d *decoder) bools(c *column) error {
+	err := d.list(func() error {
+		v, err := d.Bool()
+		c.b = append(c.b, v)
+		return err
+	})
+	c.rows = len(c.b)
+	return err
+}
+
+// strs reads a flat list of strings into c.
+func (d *decoder) strs(c *column) error {
+	err := d.list(func() error {
+		v, err := d.str()
+		c.s = append(c.s, v)
+		return err
+	})
+	c.rows = len(c.s)
+	return err
+}
+
+// infos reads a list of infos (objects) into c: c.infos stays nil while every row's info is
+// {}, so a column of empty infos costs nothing.
+func (d *decoder) infos(c *column) error {
+	return d.list(func() error {
+		info, err := infojson.Read(&d.Scanner)
+		if info != nil && c.infos == nil {
+			c.infos = make([]env.Info, c.rows, c.rows+1) // the rows before had none
 		}
-		if flat {
-			if d.Peek() == '[' {
-				return d.Errorf("row %d is a list in a flat list of actions", c.rows)
-			}
-			v, isInt, err := d.Float32Int()
-			if err != nil {
-				return err
-			}
-			if c.ints && !intCompatible(v, isInt) {
-				c.ints = false
-			}
-			c.f = append(c.f, v)
-			c.rows++
-			return nil
+		if c.infos != nil {
+			c.infos = append(c.infos, info)
 		}
-		before := len(c.f)
-		at := d.Offset()
-		err := d.list(func() error {
-			v, isInt, err := d.Float32Int()
-			if err != nil {
-				return err
-			}
-			if c.ints && !intCompatible(v, isInt) {
-				c.ints = false
-			}
-			c.f = append(c.f, v)
-			return nil
-		})
+		c.rows++
+		return err
+	})
+}
+
+// ints reads a flat list of integers in [lo, hi] into c.
+func (d *decoder) ints(c *column, lo, hi int64) error {
+	err := d.list(func() error {
+		v, err := d.Int(lo, hi)
+		c.i = append(c.i, v)
+		return err
+	})
+	c.rows = len(c.i)
+	return err
+}
+
+// rows reads a list of rows of floats of one width into c or, for actions, a list of rows or
+// a flat list (a value per row, when the first element is not a list). Actions are integers
+// (c.ints) while every value is.
+func (d *decoder) rows(c *column, actions bool) error {
+	c.ints = actions
+	flat := false
+	// value appends the next number to c.f, clearing c.ints when it cannot be an integer
+	// action. It is handed to d.list as it is, not wrapped around a method, to keep a call a
+	// value off Decode's hottest loop.
+	value := func() error {
+		v, isInt, err := d.Float32Int()
 		if err != nil {
 			return err
 		}
-		w := len(c.f) - before
-		if c.rows == 0 {
-			c.width = w
-		} else if w != c.width {
-			return d.ErrorAt(at, "row %d has %d values, want %d (the length of row 0)", c.rows, w, c.width)
+		if c.ints && !intCompatible(v, isInt) {
+			c.ints = false
 		}
-		c.rows++
+		c.f = append(c.f, v)
 		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return c, nil
+	return d.list(func() error {
+		if actions && c.rows == 0 && d.Peek() != '[' {
+			flat = true
+		}
+		if flat {
+			return d.flatAction(c, value)
+		}
+		return d.row(c, value)
+	})
+}
+
+// flatAction reads the next element of a flat list of actions, a row of its own, with
+// value.
+func (d *decoder) flatAction(c *column, value func() error) error {
+	if d.Peek() == '[' {
+		return d.Errorf("row %d is a list in a flat list of actions", c.rows)
+	}
+	if err := value(); err != nil {
+		return err
+	}
+	c.rows++
+	return nil
+}
+
+// row reads the next row of a list of rows, its values with value; it must be as long as
+// the first.
+func (d *decoder) row(c *column, value func() error) error {
+	before := len(c.f)
+	at := d.Offset()
+	if err := d.list(value); err != nil {
+		return err
+	}
+	w := len(c.f) - before
+	if c.rows == 0 {
+		c.width = w
+	} else if w != c.width {
+		return d.ErrorAt(at, "row %d has %d values, want %d (the length of row 0)", c.rows, w, c.width)
+	}
+	c.rows++
+	return nil
 }
