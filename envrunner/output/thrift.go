@@ -183,66 +183,82 @@ func (r *tReader) readValue(typ byte, depth int) (tValue, error) {
 			v.b, err = r.bytesN(n)
 		}
 	case tList, tSet:
-		if depth > thriftMaxDepth {
-			return v, errThriftBad
-		}
-		var h byte
-		if h, err = r.byte1(); err != nil {
-			return v, err
-		}
-		n := uint64(h >> 4)
-		v.elem = h & 0x0f
-		if n == 15 {
-			if n, err = r.uvarint(); err != nil {
-				return v, err
-			}
-		}
-		var k int
-		if k, err = r.size(n); err != nil {
-			return v, err
-		}
-		v.elems = make([]tValue, 0, k)
-		for range k {
-			x, err := r.readValue(v.elem, depth+1)
-			if err != nil {
-				return v, err
-			}
-			v.elems = append(v.elems, x)
-		}
+		return r.readList(typ, depth)
 	case tMap:
-		if depth > thriftMaxDepth {
-			return v, errThriftBad
-		}
-		var n uint64
-		if n, err = r.uvarint(); err != nil || n == 0 {
-			return v, err
-		}
-		var kv byte
-		if kv, err = r.byte1(); err != nil {
-			return v, err
-		}
-		v.key, v.val = kv>>4, kv&0x0f
-		var k int
-		if k, err = r.size(n); err != nil {
-			return v, err
-		}
-		for range k {
-			key, err := r.readValue(v.key, depth+1)
-			if err != nil {
-				return v, err
-			}
-			val, err := r.readValue(v.val, depth+1)
-			if err != nil {
-				return v, err
-			}
-			v.keys, v.vals = append(v.keys, key), append(v.vals, val)
-		}
+		return r.readMap(depth)
 	case tStruct:
 		return r.readStruct(depth)
 	default:
 		err = fmt.Errorf("%w: type %d", errThriftBad, typ)
 	}
 	return v, err
+}
+
+// readList reads a list or set (typ): a header of the size and the elements' type, then
+// the elements (on an error, those read so far).
+func (r *tReader) readList(typ byte, depth int) (tValue, error) {
+	v := tValue{typ: typ}
+	if depth > thriftMaxDepth {
+		return v, errThriftBad
+	}
+	h, err := r.byte1()
+	if err != nil {
+		return v, err
+	}
+	n := uint64(h >> 4)
+	v.elem = h & 0x0f
+	if n == 15 {
+		if n, err = r.uvarint(); err != nil {
+			return v, err
+		}
+	}
+	k, err := r.size(n)
+	if err != nil {
+		return v, err
+	}
+	v.elems = make([]tValue, 0, k)
+	for range k {
+		x, err := r.readValue(v.elem, depth+1)
+		if err != nil {
+			return v, err
+		}
+		v.elems = append(v.elems, x)
+	}
+	return v, nil
+}
+
+// readMap reads a map: its size, then (unless it is empty) the keys' and values' types and
+// the pairs (on an error, those read so far).
+func (r *tReader) readMap(depth int) (tValue, error) {
+	v := tValue{typ: tMap}
+	if depth > thriftMaxDepth {
+		return v, errThriftBad
+	}
+	n, err := r.uvarint()
+	if err != nil || n == 0 {
+		return v, err
+	}
+	kv, err := r.byte1()
+	if err != nil {
+		return v, err
+	}
+	v.key, v.val = kv>>4, kv&0x0f
+	k, err := r.size(n)
+	if err != nil {
+		return v, err
+	}
+	for range k {
+		key, err := r.readValue(v.key, depth+1)
+		if err != nil {
+			return v, err
+		}
+		val, err := r.readValue(v.val, depth+1)
+		if err != nil {
+			return v, err
+		}
+		v.keys, v.vals = append(v.keys, key), append(v.vals, val)
+	}
+	return v, nil
 }
 
 // readThriftStruct reads one struct from the start of b and returns it with its length.
