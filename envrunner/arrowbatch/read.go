@@ -186,47 +186,80 @@ func (r *reader) bools(name string, sel []int) ([]bool, error) {
 	return out, nil
 }
 
-// batch reads the rows sel into a SampleBatch.
+// batch reads the rows sel into a SampleBatch, a group of columns at a time in the
+// schema's order (see the package doc).
 func (r *reader) batch(sel []int) (*envrunner.SampleBatch, error) {
 	b := &envrunner.SampleBatch{Count: len(sel)}
+	if err := r.transitions(b, sel); err != nil {
+		return nil, err
+	}
+	if err := r.rowIDs(b, sel); err != nil {
+		return nil, err
+	}
+	if err := r.optionalFloats(b, sel); err != nil {
+		return nil, err
+	}
+	if err := r.states(b, sel); err != nil {
+		return nil, err
+	}
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// transitions reads the columns of the transitions themselves: obs, new_obs, actions,
+// rewards, terminateds and truncateds.
+func (r *reader) transitions(b *envrunner.SampleBatch, sel []int) error {
 	var err error
 	if b.Obs, b.ObsWidth, _, err = r.floats(ColObs, true, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if b.NewObs, _, _, err = r.floats(ColNewObs, true, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.actions(b, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if b.Rewards, _, _, err = r.floats(ColRewards, true, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if b.Terminateds, err = r.bools(ColTerminateds, sel); err != nil {
-		return nil, err
+		return err
 	}
-	if b.Truncateds, err = r.bools(ColTruncateds, sel); err != nil {
-		return nil, err
-	}
+	b.Truncateds, err = r.bools(ColTruncateds, sel)
+	return err
+}
+
+// rowIDs reads the columns that say where each row comes from (eps_id, env_id, agent_id,
+// agent_index and t), and its infos.
+func (r *reader) rowIDs(b *envrunner.SampleBatch, sel []int) error {
+	var err error
 	if b.EpsID, _, err = r.ints(ColEpsID, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if b.EnvID, err = r.int32s(ColEnvID, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.agents(b, sel); err != nil {
-		return nil, err
+		return err
 	}
 	if b.T, err = r.int32s(ColT, sel); err != nil {
-		return nil, err
+		return err
 	}
-	if b.Infos, err = r.infos(sel); err != nil {
-		return nil, err
-	}
+	b.Infos, err = r.infos(sel)
+	return err
+}
+
+// optionalFloats reads the optional float columns but the states' (action_dist_inputs,
+// action_logp, vf_preds, advantages and value_targets); a missing one leaves its column
+// nil.
+func (r *reader) optionalFloats(b *envrunner.SampleBatch, sel []int) error {
 	var w int
 	var ok bool
+	var err error
 	if b.ActionDistInputs, w, ok, err = r.floats(ColActionDistInputs, false, sel); err != nil {
-		return nil, err
+		return err
 	} else if ok {
 		b.DistWidth = w
 	}
@@ -235,43 +268,53 @@ func (r *reader) batch(sel []int) (*envrunner.SampleBatch, error) {
 		dst  *[]float32
 	}{{ColActionLogp, &b.ActionLogp}, {ColVfPreds, &b.VfPreds}, {ColAdvantages, &b.Advantages}, {ColValueTargets, &b.ValueTargets}} {
 		if *c.dst, _, _, err = r.floats(c.name, false, sel); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
+
+// states reads the RNN state columns, state_in_K and state_out_K for K = 0, 1, ... up to
+// the first missing state_in_K, and with them seq_lens (seqLens).
+func (r *reader) states(b *envrunner.SampleBatch, sel []int) error {
 	for k := 0; ; k++ {
 		in, w, ok, err := r.floats(StateInName(k), false, sel)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			break
 		}
 		out, wo, ok, err := r.floats(StateOutName(k), true, sel)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ok && wo != w {
-			return nil, fmt.Errorf("column %q has rows of %d values, want %d (the width of %q)", StateOutName(k), wo, w, StateInName(k))
+			return fmt.Errorf("column %q has rows of %d values, want %d (the width of %q)", StateOutName(k), wo, w, StateInName(k))
 		}
 		b.StateWidths = append(b.StateWidths, w)
 		b.StateIn = append(b.StateIn, in)
 		b.StateOut = append(b.StateOut, out)
 	}
-	if len(b.StateWidths) > 0 {
-		per, err := r.int32s(ColSeqLens, sel)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range per {
-			if l != 0 {
-				b.SeqLens = append(b.SeqLens, l)
-			}
+	if len(b.StateWidths) == 0 {
+		return nil
+	}
+	return r.seqLens(b, sel)
+}
+
+// seqLens reads seq_lens, which has a value per row (the length of a sequence on its first
+// row, 0 on the others), and keeps the lengths: the batch's SeqLens, one per sequence.
+func (r *reader) seqLens(b *envrunner.SampleBatch, sel []int) error {
+	per, err := r.int32s(ColSeqLens, sel)
+	if err != nil {
+		return err
+	}
+	for _, l := range per {
+		if l != 0 {
+			b.SeqLens = append(b.SeqLens, l)
 		}
 	}
-	if err := b.Validate(); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return nil
 }
 
 // actions reads the actions column: integers become float32 values with a stand-in space.
