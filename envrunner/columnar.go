@@ -170,12 +170,8 @@ func (c *columnProtocol) deferred(a *agentRec) (rows []float32, stride, k int) {
 }
 
 // takeDeferred takes the record's rows that wait in defRows, from the first'th on, into its
-// trajectory (takeFrom).
-func (c *columnProtocol) takeDeferred(a *agentRec, first int) {
-	if _, _, k := c.deferred(a); k > 0 {
-		c.takeFrom(int(a.envID), first)
-	}
-}
+// trajectory (takeFrom); deferred said it has some.
+func (c *columnProtocol) takeDeferred(a *agentRec, first int) { c.takeFrom(int(a.envID), first) }
 
 // settle takes every waiting row into its record; defRows starts over.
 func (c *columnProtocol) settle() {

@@ -37,7 +37,7 @@ type envProtocol interface {
 	// deferred returns the rows of a's trajectory that the protocol holds for it, which
 	// follow those in a.tr: k rows, row i at rows[i*stride:]; k is 0 when it holds none.
 	// cut emits them from there, and then takes the rows from the first'th on into a.tr
-	// (takeDeferred), forgetting the others.
+	// (takeDeferred, only for a record deferred reported rows of), forgetting the others.
 	deferred(a *agentRec) (rows []float32, stride, k int)
 	takeDeferred(a *agentRec, first int)
 	// inColumns answers where agent a's last observation, info, reward and action live:
